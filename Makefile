@@ -1,0 +1,25 @@
+# gunique: unique indexes across the partitions of a partitioned table.
+
+EXTENSION = gunique
+MODULE_big = gunique
+OBJS = \
+	src/gunique.o \
+	src/ddl.o \
+	src/handler.o
+
+DATA = gunique--1.0.sql
+PGFILEDESC = "gunique - unique indexes across partitions"
+
+REGRESS = opclass plain
+REGRESS_OPTS = --inputdir=. --outputdir=$(CURDIR)/results-regress
+
+ISOLATION =
+ISOLATION_OPTS = --inputdir=. --outputdir=$(CURDIR)/results-isolation
+
+TAP_TESTS = 1
+
+PG_CPPFLAGS = -I$(srcdir)/src
+
+PG_CONFIG ?= pg_config
+PGXS := $(shell $(PG_CONFIG) --pgxs)
+include $(PGXS)

@@ -1,0 +1,45 @@
+/*-------------------------------------------------------------------------
+ *
+ * compat.h
+ *	  Differences between the PostgreSQL major versions gunique supports.
+ *
+ * Every version test in gunique lives in this file, so that the rest of the
+ * code reads as if written for one server version.
+ *
+ *-------------------------------------------------------------------------
+ */
+#ifndef GUNIQUE_COMPAT_H
+#define GUNIQUE_COMPAT_H
+
+#if PG_VERSION_NUM < 150000
+#error "gunique requires PostgreSQL 15 or later"
+#endif
+
+/*
+ * Before PostgreSQL 18, PrepareSortSupportFromIndexRel() (reached from
+ * nbtree's build through tuplesort_begin_index_btree) refuses any index whose
+ * relam is not btree.  18 accepts any AM with amcanorder.
+ */
+#if PG_VERSION_NUM < 180000
+#define GUNIQUE_BUILD_NEEDS_BTREE_RELAM 1
+#endif
+
+/*
+ * PostgreSQL 17 added amcanbuildparallel.  Its parallel build workers open
+ * the index themselves, so on 17 they would hit the relam test above; 18's
+ * workers work unchanged.
+ */
+#if PG_VERSION_NUM >= 170000 && PG_VERSION_NUM < 180000
+#define GUNIQUE_DISABLE_PARALLEL_BUILD(routine) ((routine)->amcanbuildparallel = false)
+#else
+#define GUNIQUE_DISABLE_PARALLEL_BUILD(routine) ((void) 0)
+#endif
+
+/* PostgreSQL 18 lets a module report its name and version. */
+#if PG_VERSION_NUM >= 180000
+#define GUNIQUE_MODULE_MAGIC PG_MODULE_MAGIC_EXT(.name = "gunique", .version = "1.0")
+#else
+#define GUNIQUE_MODULE_MAGIC PG_MODULE_MAGIC
+#endif
+
+#endif							/* GUNIQUE_COMPAT_H */

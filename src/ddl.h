@@ -1,0 +1,17 @@
+/*-------------------------------------------------------------------------
+ *
+ * ddl.h
+ *	  The utility hook that lets gunique indexes live on partitioned tables.
+ *
+ *-------------------------------------------------------------------------
+ */
+#ifndef GUNIQUE_DDL_H
+#define GUNIQUE_DDL_H
+
+#include "fmgr.h"
+
+extern void gunique_ddl_init(void);
+
+extern Datum gunique_ddl_guard(PG_FUNCTION_ARGS);
+
+#endif							/* GUNIQUE_DDL_H */

@@ -1,0 +1,131 @@
+/*-------------------------------------------------------------------------
+ *
+ * handler.c
+ *	  The gunique index access method: nbtree storage behind a wrapper.
+ *
+ * Every gunique index relation is an nbtree index.  The handler starts from
+ * nbtree's own IndexAmRoutine, so scans, costing, options (fillfactor,
+ * deduplicate_items), VACUUM, WAL and recovery are exactly nbtree's, and it
+ * replaces only the callbacks where gunique has something to add: the build
+ * (nbtree's sort refuses non-btree relations before PostgreSQL 18) and the
+ * insert.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "access/amapi.h"
+#include "access/nbtree.h"
+#include "catalog/pg_am.h"
+#include "commands/defrem.h"
+#include "nodes/execnodes.h"
+#include "utils/fmgrprotos.h"
+#include "utils/rel.h"
+
+#include "compat.h"
+#include "gunique.h"
+#include "handler.h"
+
+PG_FUNCTION_INFO_V1(gunique_handler);
+
+static IndexBuildResult *gunique_build(Relation heap, Relation index,
+									   IndexInfo *indexInfo);
+static bool gunique_insert(Relation index, Datum *values, bool *isnull,
+						   ItemPointer heap_tid, Relation heap,
+						   IndexUniqueCheck checkUnique,
+						   bool indexUnchanged, IndexInfo *indexInfo);
+
+Datum
+gunique_handler(PG_FUNCTION_ARGS)
+{
+	IndexAmRoutine *amroutine;
+
+	amroutine = (IndexAmRoutine *)
+		DatumGetPointer(DirectFunctionCall1(bthandler, PointerGetDatum(NULL)));
+
+	amroutine->ambuild = gunique_build;
+	amroutine->aminsert = gunique_insert;
+	GUNIQUE_DISABLE_PARALLEL_BUILD(amroutine);
+
+	PG_RETURN_POINTER(amroutine);
+}
+
+/*
+ * OID of the gunique access method, or InvalidOid if the extension is not
+ * installed in this database and missing_ok.
+ */
+Oid
+gunique_am_oid(bool missing_ok)
+{
+	return get_index_am_oid(GUNIQUE_AM_NAME, missing_ok);
+}
+
+/*
+ * Refuse builds that gunique cannot stand behind.
+ */
+static void
+gunique_check_build(Relation index, IndexInfo *indexInfo)
+{
+	if (!indexInfo->ii_Unique)
+		ereport(ERROR,
+				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+				 errmsg("access method \"%s\" supports only unique indexes",
+						GUNIQUE_AM_NAME),
+				 errdetail("Index \"%s\" was not declared UNIQUE.",
+						   RelationGetRelationName(index)),
+				 errhint("Use CREATE UNIQUE INDEX, or access method \"btree\" for a non-unique index.")));
+
+	/* A member of a partitioned gunique index relies on the hooks. */
+	if (index->rd_rel->relispartition && !gunique_preloaded)
+		gunique_report_not_preloaded("build a partition of a gunique index");
+}
+
+static IndexBuildResult *
+gunique_build(Relation heap, Relation index, IndexInfo *indexInfo)
+{
+	IndexBuildResult *result;
+
+	gunique_check_build(index, indexInfo);
+
+#ifdef GUNIQUE_BUILD_NEEDS_BTREE_RELAM
+
+	/*
+	 * nbtree's build sorts through PrepareSortSupportFromIndexRel, which
+	 * checks that relam is btree.  The relation's storage is nbtree's and our
+	 * operator families have the same members as btree's, so present it as
+	 * btree for the duration of the call only, and put it back on every path.
+	 * Only this backend's relcache entry is touched, never the catalog.
+	 */
+	{
+		Oid			saved_relam = index->rd_rel->relam;
+
+		index->rd_rel->relam = BTREE_AM_OID;
+		PG_TRY();
+		{
+			result = btbuild(heap, index, indexInfo);
+		}
+		PG_FINALLY();
+		{
+			index->rd_rel->relam = saved_relam;
+		}
+		PG_END_TRY();
+	}
+#else
+	result = btbuild(heap, index, indexInfo);
+#endif
+
+	return result;
+}
+
+static bool
+gunique_insert(Relation index, Datum *values, bool *isnull,
+			   ItemPointer heap_tid, Relation heap,
+			   IndexUniqueCheck checkUnique, bool indexUnchanged,
+			   IndexInfo *indexInfo)
+{
+	if (index->rd_rel->relispartition && !gunique_preloaded)
+		gunique_report_not_preloaded("insert into a partition of a gunique index");
+
+	return btinsert(index, values, isnull, heap_tid, heap, checkUnique,
+					indexUnchanged, indexInfo);
+}

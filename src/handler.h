@@ -1,0 +1,17 @@
+/*-------------------------------------------------------------------------
+ *
+ * handler.h
+ *	  The gunique index access method handler.
+ *
+ *-------------------------------------------------------------------------
+ */
+#ifndef GUNIQUE_HANDLER_H
+#define GUNIQUE_HANDLER_H
+
+#include "fmgr.h"
+
+extern Datum gunique_handler(PG_FUNCTION_ARGS);
+
+extern Oid	gunique_am_oid(bool missing_ok);
+
+#endif							/* GUNIQUE_HANDLER_H */

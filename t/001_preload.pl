@@ -1,0 +1,87 @@
+# Copyright (c) gunique contributors
+#
+# The library installs its utility hook only when preloaded.  Without the
+# preload, gunique still works as a plain unique index, and every statement
+# that needs the hook fails with an error that says how to fix it.
+
+use strict;
+use warnings;
+use PostgreSQL::Test::Cluster;
+use PostgreSQL::Test::Utils;
+use Test::More;
+
+my $setup = q{
+	CREATE EXTENSION gunique;
+	CREATE TABLE plain (a int, b text);
+	CREATE TABLE parted (a int, b int) PARTITION BY RANGE (a);
+	CREATE TABLE parted_1 PARTITION OF parted FOR VALUES FROM (0) TO (10);
+	CREATE TABLE parted_2 PARTITION OF parted FOR VALUES FROM (10) TO (20);
+};
+
+# A server without the preload.
+my $bare = PostgreSQL::Test::Cluster->new('bare');
+$bare->init;
+$bare->start;
+$bare->safe_psql('postgres', $setup);
+
+# Plain tables need no hook.
+$bare->safe_psql('postgres',
+	'CREATE UNIQUE INDEX plain_a ON plain USING gunique (a);
+	 INSERT INTO plain VALUES (1, $$x$$);');
+my ($ret, $stdout, $stderr) =
+  $bare->psql('postgres', 'INSERT INTO plain VALUES (1, $$y$$)');
+like($stderr, qr/duplicate key value violates unique constraint "plain_a"/,
+	'without preload: plain table keeps local uniqueness');
+
+# Partitioned tables need the hook: the statement fails with our error, not
+# PostgreSQL's partition-key message.
+($ret, $stdout, $stderr) = $bare->psql(
+	'postgres',
+	'\set VERBOSITY verbose
+	 CREATE UNIQUE INDEX parted_b ON parted USING gunique (b)');
+isnt($ret, 0, 'without preload: partitioned CREATE UNIQUE INDEX fails');
+like($stderr, qr/55000/, 'without preload: SQLSTATE is object_not_in_prerequisite_state');
+like($stderr,
+	qr/gunique must be loaded via shared_preload_libraries to create a gunique index on a partitioned table/,
+	'without preload: the error names the missing preload');
+like($stderr,
+	qr/HINT:\s+Add "gunique" to shared_preload_libraries in postgresql.conf and restart the server/,
+	'without preload: the hint says how to fix it');
+unlike($stderr, qr/partition key|partitioning columns/,
+	'without preload: no partition-key message from PostgreSQL');
+
+# The same from inside a function: the guard is an event trigger, so it also
+# fires for statements that do not come from the client.
+($ret, $stdout, $stderr) = $bare->psql(
+	'postgres',
+	'DO $$BEGIN CREATE UNIQUE INDEX parted_b2 ON parted USING gunique (b); END$$');
+like($stderr, qr/gunique must be loaded via shared_preload_libraries/,
+	'without preload: guard also fires inside a DO block');
+
+# A non-unique gunique index is refused either way.
+($ret, $stdout, $stderr) =
+  $bare->psql('postgres', 'CREATE INDEX plain_b ON plain USING gunique (b)');
+like($stderr, qr/access method "gunique" supports only unique indexes/,
+	'without preload: non-unique gunique index refused');
+$bare->stop;
+
+# A server with the preload: the hook handles the statement.
+my $loaded = PostgreSQL::Test::Cluster->new('loaded');
+$loaded->init;
+$loaded->append_conf('postgresql.conf', "shared_preload_libraries = 'gunique'");
+$loaded->start;
+$loaded->safe_psql('postgres', $setup);
+($ret, $stdout, $stderr) = $loaded->psql('postgres',
+	'CREATE UNIQUE INDEX parted_b ON parted USING gunique (b)');
+unlike($stderr, qr/shared_preload_libraries/,
+	'with preload: no complaint about the preload');
+unlike($stderr, qr/partition key|partitioning columns/,
+	'with preload: no partition-key message from PostgreSQL');
+
+($ret, $stdout, $stderr) =
+  $loaded->psql('postgres', 'CREATE INDEX plain_b ON plain USING gunique (b)');
+like($stderr, qr/access method "gunique" supports only unique indexes/,
+	'with preload: non-unique gunique index refused');
+$loaded->stop;
+
+done_testing();

@@ -5,7 +5,11 @@ MODULE_big = gunique
 OBJS = \
 	src/gunique.o \
 	src/ddl.o \
-	src/handler.o
+	src/handler.o \
+	src/merge.o \
+	src/probe.o \
+	src/scope.o \
+	src/tree.o
 
 DATA = gunique--1.0.sql
 PGFILEDESC = "gunique - unique indexes across partitions"

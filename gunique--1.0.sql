@@ -19,7 +19,7 @@ AS 'MODULE_PATHNAME'
 LANGUAGE C;
 
 CREATE EVENT TRIGGER gunique_ddl_guard ON ddl_command_start
-	WHEN TAG IN ('CREATE INDEX')
+	WHEN TAG IN ('CREATE INDEX', 'CREATE TABLE', 'ALTER TABLE', 'ALTER INDEX')
 	EXECUTE FUNCTION gunique_ddl_guard();
 
 -- Operator classes.  Each family mirrors the btree family of the same name:

@@ -42,4 +42,13 @@
 #define GUNIQUE_MODULE_MAGIC PG_MODULE_MAGIC
 #endif
 
+/* PostgreSQL 18 added instrumentation to index_beginscan(). */
+#if PG_VERSION_NUM >= 180000
+#define gunique_index_beginscan(heap, index, snapshot, nkeys) \
+	index_beginscan((heap), (index), (snapshot), NULL, (nkeys), 0)
+#else
+#define gunique_index_beginscan(heap, index, snapshot, nkeys) \
+	index_beginscan((heap), (index), (snapshot), (nkeys), 0)
+#endif
+
 #endif							/* GUNIQUE_COMPAT_H */

@@ -6,8 +6,25 @@
  * DefineIndex() refuses a UNIQUE index on a partitioned table unless the
  * index covers the partition key, and no access method callback runs before
  * that check.  A ProcessUtility hook is therefore the only place where
- * gunique can take over such statements, and the hook is installed only when
- * the library is preloaded (see gunique.c).
+ * gunique can take over such statements, and it is installed only when the
+ * library is preloaded (see gunique.c).  The hook lets PostgreSQL build the
+ * index tree as a non-unique one, then marks it unique (tree.c) and checks
+ * the keys of all leaves with one merge (merge.c) before the statement
+ * returns, so that the tree is valid exactly when uniqueness holds across
+ * it.
+ *
+ * Statements handled:
+ * - CREATE UNIQUE INDEX ... USING gunique on a partitioned table, with or
+ *	 without ONLY;
+ * - ALTER INDEX ... ATTACH PARTITION completing a gunique tree (the form
+ *	 pg_dump emits): the whole tree is checked when its top becomes valid;
+ * - CREATE TABLE ... PARTITION OF and ALTER TABLE ... ATTACH PARTITION of a
+ *	 partitioned table under a gunique index: PostgreSQL clones the parent's
+ *	 indexes from the catalog and would apply the partition-key rule to the
+ *	 clone, so the parent's gunique indexes are presented as non-unique for
+ *	 the duration of the statement;
+ * - ALTER TABLE ... ATTACH PARTITION: the tree is checked with writers
+ *	 blocked on every leaf.
  *
  * Without the preload an event trigger created by the extension stands
  * guard instead: it cannot do the work, but it turns PostgreSQL's
@@ -17,7 +34,9 @@
  */
 #include "postgres.h"
 
+#include "access/xact.h"
 #include "catalog/namespace.h"
+#include "catalog/pg_class.h"
 #include "commands/event_trigger.h"
 #include "nodes/parsenodes.h"
 #include "storage/lmgr.h"
@@ -27,10 +46,29 @@
 #include "compat.h"
 #include "ddl.h"
 #include "gunique.h"
+#include "merge.h"
+#include "scope.h"
+#include "tree.h"
 
 PG_FUNCTION_INFO_V1(gunique_ddl_guard);
 
+/* The arguments of one ProcessUtility call. */
+typedef struct UtilityCall
+{
+	PlannedStmt *pstmt;
+	const char *queryString;
+	bool		readOnlyTree;
+	ProcessUtilityContext context;
+	ParamListInfo params;
+	QueryEnvironment *queryEnv;
+	DestReceiver *dest;
+	QueryCompletion *qc;
+} UtilityCall;
+
 static ProcessUtility_hook_type prev_ProcessUtility = NULL;
+
+/* Set while PostgreSQL builds a gunique tree that the hook made non-unique. */
+static bool nonunique_build_allowed = false;
 
 static void gunique_ProcessUtility(PlannedStmt *pstmt, const char *queryString,
 								   bool readOnlyTree,
@@ -46,27 +84,55 @@ gunique_ddl_init(void)
 	ProcessUtility_hook = gunique_ProcessUtility;
 }
 
+bool
+gunique_ddl_nonunique_build_allowed(void)
+{
+	return nonunique_build_allowed;
+}
+
+static void
+call_standard(UtilityCall *call, bool allow_nonunique)
+{
+	bool		saved = nonunique_build_allowed;
+
+	nonunique_build_allowed = allow_nonunique;
+	PG_TRY();
+	{
+		if (prev_ProcessUtility)
+			prev_ProcessUtility(call->pstmt, call->queryString,
+								call->readOnlyTree, call->context,
+								call->params, call->queryEnv, call->dest,
+								call->qc);
+		else
+			standard_ProcessUtility(call->pstmt, call->queryString,
+									call->readOnlyTree, call->context,
+									call->params, call->queryEnv, call->dest,
+									call->qc);
+	}
+	PG_FINALLY();
+	{
+		nonunique_build_allowed = saved;
+	}
+	PG_END_TRY();
+}
+
+/* The statement tree, copied first if the caller's copy is read-only. */
+static Node *
+writable_statement(UtilityCall *call)
+{
+	if (call->readOnlyTree)
+	{
+		call->pstmt = copyObject(call->pstmt);
+		call->readOnlyTree = false;
+	}
+	return call->pstmt->utilityStmt;
+}
+
 static bool
 index_stmt_is_gunique(IndexStmt *stmt)
 {
 	return stmt->accessMethod != NULL &&
 		strcmp(stmt->accessMethod, GUNIQUE_AM_NAME) == 0;
-}
-
-/*
- * Is the table named by a CREATE INDEX statement partitioned?  The caller
- * passes the lock that DefineIndex itself will take, so the answer cannot
- * change before the statement runs.
- */
-static bool
-index_stmt_on_partitioned(IndexStmt *stmt, LOCKMODE lockmode)
-{
-	Oid			relid;
-
-	relid = RangeVarGetRelid(stmt->relation, lockmode, true);
-	if (!OidIsValid(relid))
-		return false;			/* DefineIndex reports the missing table */
-	return get_rel_relkind(relid) == RELKIND_PARTITIONED_TABLE;
 }
 
 /*
@@ -85,17 +151,218 @@ check_gunique_index_stmt(IndexStmt *stmt)
 				 errhint("Use CREATE UNIQUE INDEX, or access method \"btree\" for a non-unique index.")));
 }
 
-static void
-gunique_index_stmt(IndexStmt *stmt)
+/* The relation a RangeVar names, if it is a partitioned table. */
+static Oid
+partitioned_table_oid(RangeVar *rv, LOCKMODE lockmode)
 {
+	Oid			relid = RangeVarGetRelid(rv, lockmode, true);
+
+	if (OidIsValid(relid) && get_rel_relkind(relid) == RELKIND_PARTITIONED_TABLE)
+		return relid;
+	return InvalidOid;
+}
+
+/* The gunique index on tableoid that the statement just built non-unique. */
+static Oid
+new_nonunique_tree(Oid tableoid)
+{
+	List	   *indexes = gunique_table_indexes(tableoid);
+	ListCell   *lc;
+
+	foreach(lc, indexes)
+	{
+		Oid			indexoid = lfirst_oid(lc);
+
+		if (!gunique_index_is_unique(indexoid))
+			return indexoid;
+	}
+	return InvalidOid;
+}
+
+/* Mark a tree unique and, if it is complete, check it. */
+static void
+finish_tree(Oid topindex)
+{
+	gunique_tree_set_unique(topindex, true);
+	if (gunique_index_is_valid(topindex))
+		gunique_check_tree(topindex);
+}
+
+static void
+create_index(UtilityCall *call)
+{
+	IndexStmt  *stmt = (IndexStmt *) call->pstmt->utilityStmt;
 	LOCKMODE	lockmode = stmt->concurrent ? ShareUpdateExclusiveLock : ShareLock;
+	Oid			tableoid;
+	Oid			topindex;
 
 	check_gunique_index_stmt(stmt);
 
-	if (index_stmt_on_partitioned(stmt, lockmode))
-		ereport(ERROR,
-				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
-				 errmsg("gunique indexes on partitioned tables are not supported yet")));
+	/* Take the lock DefineIndex takes, so the answer cannot change. */
+	tableoid = partitioned_table_oid(stmt->relation, lockmode);
+	if (!OidIsValid(tableoid))
+	{
+		call_standard(call, false);
+		return;
+	}
+	if (stmt->relation->inh)
+		gunique_refuse_foreign_partitions(tableoid);
+
+	stmt = (IndexStmt *) writable_statement(call);
+	stmt->unique = false;
+	call_standard(call, true);
+	CommandCounterIncrement();
+
+	topindex = new_nonunique_tree(tableoid);
+	if (OidIsValid(topindex))	/* not if IF NOT EXISTS found one */
+		finish_tree(topindex);
+}
+
+/* The top indexes of the gunique trees that cover a table. */
+static List *
+gunique_tops_of_table(Oid tableoid)
+{
+	List	   *indexes = gunique_table_indexes(tableoid);
+	List	   *tops = NIL;
+	ListCell   *lc;
+
+	foreach(lc, indexes)
+		tops = list_append_unique_oid(tops, gunique_tree_top(lfirst_oid(lc)));
+	list_free(indexes);
+	return tops;
+}
+
+/*
+ * Run a statement that makes a partitioned table a new partition under
+ * "parent": the parent's gunique indexes (and those of the new partition's
+ * own trees) are non-unique while it runs, so that PostgreSQL neither
+ * applies the partition-key rule nor refuses to adopt matching indexes.
+ */
+static void
+run_with_trees_nonunique(UtilityCall *call, Oid parent, Oid child)
+{
+	List	   *tops = gunique_tops_of_table(parent);
+	List	   *childtops = OidIsValid(child) ? gunique_table_indexes(child) : NIL;
+	ListCell   *lc;
+
+	foreach(lc, tops)
+		gunique_tree_set_unique(lfirst_oid(lc), false);
+	foreach(lc, childtops)
+		gunique_tree_set_unique(lfirst_oid(lc), false);
+
+	call_standard(call, true);
+	CommandCounterIncrement();
+
+	/* Adopted child trees are now part of the parent's trees. */
+	foreach(lc, childtops)
+		gunique_tree_set_unique(gunique_tree_top(lfirst_oid(lc)), true);
+	foreach(lc, tops)
+		gunique_tree_set_unique(lfirst_oid(lc), true);
+}
+
+static void
+create_partition(UtilityCall *call)
+{
+	CreateStmt *stmt = (CreateStmt *) call->pstmt->utilityStmt;
+	Oid			parent;
+
+	/* A new leaf gets local unique indexes and no rows: nothing to do. */
+	if (stmt->partspec == NULL || list_length(stmt->inhRelations) != 1)
+	{
+		call_standard(call, false);
+		return;
+	}
+
+	/* DefineRelation locks the parent of a new partition this way. */
+	parent = RangeVarGetRelid(linitial(stmt->inhRelations), AccessExclusiveLock,
+							  true);
+	if (!OidIsValid(parent) || gunique_table_indexes(parent) == NIL)
+	{
+		call_standard(call, false);
+		return;
+	}
+	run_with_trees_nonunique(call, parent, InvalidOid);
+}
+
+static PartitionCmd *
+attach_partition_cmd(AlterTableStmt *stmt)
+{
+	ListCell   *lc;
+
+	foreach(lc, stmt->cmds)
+	{
+		AlterTableCmd *cmd = lfirst(lc);
+
+		if (cmd->subtype == AT_AttachPartition)
+			return (PartitionCmd *) cmd->def;
+	}
+	return NULL;
+}
+
+/* ALTER TABLE parent ATTACH PARTITION child */
+static void
+attach_table(UtilityCall *call, AlterTableStmt *stmt, PartitionCmd *cmd)
+{
+	Oid			parent = partitioned_table_oid(stmt->relation,
+											   ShareUpdateExclusiveLock);
+	Oid			child;
+	List	   *tops;
+	ListCell   *lc;
+
+	if (!OidIsValid(parent) || (tops = gunique_tops_of_table(parent)) == NIL)
+	{
+		call_standard(call, false);
+		return;
+	}
+
+	/* ATExecAttachPartition locks the table being attached this way. */
+	child = RangeVarGetRelid(cmd->name, AccessExclusiveLock, true);
+	if (OidIsValid(child) && get_rel_relkind(child) == RELKIND_PARTITIONED_TABLE)
+		run_with_trees_nonunique(call, parent, child);
+	else
+		call_standard(call, false);
+
+	CommandCounterIncrement();
+	foreach(lc, tops)
+		finish_tree(lfirst_oid(lc));
+}
+
+/* ALTER INDEX parent ATTACH PARTITION child */
+static void
+attach_index(UtilityCall *call, AlterTableStmt *stmt)
+{
+	Oid			parent = RangeVarGetRelid(stmt->relation, NoLock, true);
+	Oid			top;
+	bool		was_valid;
+
+	if (!OidIsValid(parent) || !gunique_is_gunique_index(parent))
+	{
+		call_standard(call, false);
+		return;
+	}
+	top = gunique_tree_top(parent);
+	was_valid = gunique_index_is_valid(top);
+
+	call_standard(call, false);
+	CommandCounterIncrement();
+
+	/* The tree is complete: now it must hold what it promises. */
+	if (!was_valid && gunique_index_is_valid(top))
+		finish_tree(top);
+}
+
+static void
+alter_table(UtilityCall *call)
+{
+	AlterTableStmt *stmt = (AlterTableStmt *) call->pstmt->utilityStmt;
+	PartitionCmd *cmd = attach_partition_cmd(stmt);
+
+	if (cmd == NULL)
+		call_standard(call, false);
+	else if (stmt->objtype == OBJECT_INDEX)
+		attach_index(call, stmt);
+	else
+		attach_table(call, stmt, cmd);
 }
 
 static void
@@ -105,17 +372,19 @@ gunique_ProcessUtility(PlannedStmt *pstmt, const char *queryString,
 					   DestReceiver *dest, QueryCompletion *qc)
 {
 	Node	   *parsetree = pstmt->utilityStmt;
+	UtilityCall call = {pstmt, queryString, readOnlyTree, context, params,
+	queryEnv, dest, qc};
 
 	if (IsA(parsetree, IndexStmt) &&
 		index_stmt_is_gunique((IndexStmt *) parsetree))
-		gunique_index_stmt((IndexStmt *) parsetree);
-
-	if (prev_ProcessUtility)
-		prev_ProcessUtility(pstmt, queryString, readOnlyTree, context,
-							params, queryEnv, dest, qc);
+		create_index(&call);
+	else if (IsA(parsetree, CreateStmt) &&
+			 ((CreateStmt *) parsetree)->partbound != NULL)
+		create_partition(&call);
+	else if (IsA(parsetree, AlterTableStmt))
+		alter_table(&call);
 	else
-		standard_ProcessUtility(pstmt, queryString, readOnlyTree, context,
-								params, queryEnv, dest, qc);
+		call_standard(&call, false);
 }
 
 /*
@@ -123,12 +392,14 @@ gunique_ProcessUtility(PlannedStmt *pstmt, const char *queryString,
  *
  * When the library is preloaded the utility hook has already handled the
  * statement and this does nothing.  Otherwise it refuses the statements that
- * need the hook, before PostgreSQL reports something misleading.
+ * need the hook, before PostgreSQL reports something misleading or builds
+ * something unchecked.
  */
 Datum
 gunique_ddl_guard(PG_FUNCTION_ARGS)
 {
 	EventTriggerData *trigdata;
+	Node	   *parsetree;
 
 	if (!CALLED_AS_EVENT_TRIGGER(fcinfo))
 		ereport(ERROR,
@@ -139,16 +410,36 @@ gunique_ddl_guard(PG_FUNCTION_ARGS)
 		PG_RETURN_VOID();
 
 	trigdata = (EventTriggerData *) fcinfo->context;
-	if (IsA(trigdata->parsetree, IndexStmt))
+	parsetree = trigdata->parsetree;
+	if (IsA(parsetree, IndexStmt) &&
+		index_stmt_is_gunique((IndexStmt *) parsetree))
 	{
-		IndexStmt  *stmt = (IndexStmt *) trigdata->parsetree;
+		IndexStmt  *stmt = (IndexStmt *) parsetree;
 
-		if (index_stmt_is_gunique(stmt))
-		{
-			check_gunique_index_stmt(stmt);
-			if (index_stmt_on_partitioned(stmt, NoLock))
-				gunique_report_not_preloaded("create a gunique index on a partitioned table");
-		}
+		check_gunique_index_stmt(stmt);
+		if (OidIsValid(partitioned_table_oid(stmt->relation, NoLock)))
+			gunique_report_not_preloaded("create a gunique index on a partitioned table");
+	}
+	else if (IsA(parsetree, CreateStmt) &&
+			 ((CreateStmt *) parsetree)->partbound != NULL &&
+			 list_length(((CreateStmt *) parsetree)->inhRelations) == 1)
+	{
+		Oid			parent = RangeVarGetRelid(linitial(((CreateStmt *) parsetree)->inhRelations),
+											  NoLock, true);
+
+		if (OidIsValid(parent) && gunique_table_indexes(parent) != NIL)
+			gunique_report_not_preloaded("create a partition of a table with a gunique index");
+	}
+	else if (IsA(parsetree, AlterTableStmt) &&
+			 attach_partition_cmd((AlterTableStmt *) parsetree) != NULL)
+	{
+		AlterTableStmt *stmt = (AlterTableStmt *) parsetree;
+		Oid			relid = RangeVarGetRelid(stmt->relation, NoLock, true);
+
+		if (OidIsValid(relid) &&
+			(stmt->objtype == OBJECT_INDEX ? gunique_is_gunique_index(relid) :
+			 gunique_table_indexes(relid) != NIL))
+			gunique_report_not_preloaded("attach a partition to a gunique index");
 	}
 
 	PG_RETURN_VOID();

@@ -11,6 +11,7 @@
 #include "fmgr.h"
 
 extern void gunique_ddl_init(void);
+extern bool gunique_ddl_nonunique_build_allowed(void);
 
 extern Datum gunique_ddl_guard(PG_FUNCTION_ARGS);
 

@@ -20,6 +20,7 @@
 #include "compat.h"
 #include "ddl.h"
 #include "gunique.h"
+#include "scope.h"
 
 GUNIQUE_MODULE_MAGIC;
 
@@ -35,6 +36,7 @@ _PG_init(void)
 
 	gunique_preloaded = true;
 	gunique_ddl_init();
+	gunique_scope_init();
 }
 
 /*

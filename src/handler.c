@@ -24,7 +24,9 @@
 
 #include "compat.h"
 #include "gunique.h"
+#include "ddl.h"
 #include "handler.h"
+#include "probe.h"
 
 PG_FUNCTION_INFO_V1(gunique_handler);
 
@@ -66,7 +68,7 @@ gunique_am_oid(bool missing_ok)
 static void
 gunique_check_build(Relation index, IndexInfo *indexInfo)
 {
-	if (!indexInfo->ii_Unique)
+	if (!indexInfo->ii_Unique && !gunique_ddl_nonunique_build_allowed())
 		ereport(ERROR,
 				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
 				 errmsg("access method \"%s\" supports only unique indexes",
@@ -126,6 +128,6 @@ gunique_insert(Relation index, Datum *values, bool *isnull,
 	if (index->rd_rel->relispartition && !gunique_preloaded)
 		gunique_report_not_preloaded("insert into a partition of a gunique index");
 
-	return btinsert(index, values, isnull, heap_tid, heap, checkUnique,
-					indexUnchanged, indexInfo);
+	return gunique_probe_insert(index, values, isnull, heap_tid, heap,
+								checkUnique, indexUnchanged, indexInfo);
 }

@@ -1,0 +1,444 @@
+/*-------------------------------------------------------------------------
+ *
+ * scope.c
+ *	  Per-backend cache of gunique index trees.
+ *
+ * An insert into one leaf of a gunique index tree must look for its key in
+ * the other leaves.  Finding them takes catalog scans (pg_inherits, pg_index,
+ * partition keys), so each backend caches, per top index, the list of leaf
+ * indexes and their tables, and per leaf, the top index and the leaf's group.
+ *
+ * Groups: walking down from the top index, a partitioned table whose
+ * partition key is determined by the index key (every partition key column
+ * is an index key column with the same collation and equality operator, the
+ * rule DefineIndex applies to btree) sends equal keys to the same partition,
+ * so each of its partitions starts a group of its own.  Two leaves in
+ * different groups can never hold equal keys, and a leaf alone in its group
+ * needs no probe at all.
+ *
+ * The cache is flushed whenever a relcache invalidation arrives for any
+ * relation of any cached tree; ATTACH, DETACH, CREATE TABLE ... PARTITION OF
+ * and DROP all invalidate the partitioned table above the partition, which
+ * is a member.  A flush can happen in the middle of a lookup (locking a
+ * relation processes invalidations), so lookups build in a private context
+ * and retry if the cache generation moved under them.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "access/genam.h"
+#include "access/nbtree.h"
+#include "access/stratnum.h"
+#include "access/table.h"
+#include "access/xact.h"
+#include "catalog/index.h"
+#include "catalog/partition.h"
+#include "catalog/pg_inherits.h"
+#include "partitioning/partdefs.h"
+#include "storage/lmgr.h"
+#include "utils/hsearch.h"
+#include "utils/inval.h"
+#include "utils/lsyscache.h"
+#include "utils/memutils.h"
+#include "utils/partcache.h"
+#include "utils/rel.h"
+
+#include "scope.h"
+
+typedef struct LeafEntry
+{
+	Oid			leafindex;		/* hash key */
+	Oid			topindex;
+	Oid			group;
+} LeafEntry;
+
+typedef struct TreeWalk
+{
+	List	   *leaves;			/* GuniqueLeaf * */
+	List	   *members;		/* every table and index OID */
+} TreeWalk;
+
+static MemoryContext ScopeContext = NULL;
+static HTAB *scope_by_top = NULL;
+static HTAB *leaf_map = NULL;
+static HTAB *member_set = NULL;
+
+/* Bumped whenever the cache is flushed. */
+static uint64 cache_generation = 1;
+
+/* Bumped whenever locks taken by gunique_scope_lock may have been released. */
+static uint64 lock_generation = 1;
+
+static void scope_relcache_callback(Datum arg, Oid relid);
+static void scope_xact_callback(XactEvent event, void *arg);
+static void scope_subxact_callback(SubXactEvent event, SubTransactionId mySubid,
+								   SubTransactionId parentSubid, void *arg);
+
+void
+gunique_scope_init(void)
+{
+	CacheRegisterRelcacheCallback(scope_relcache_callback, (Datum) 0);
+	RegisterXactCallback(scope_xact_callback, NULL);
+	RegisterSubXactCallback(scope_subxact_callback, NULL);
+}
+
+static void
+scope_flush(void)
+{
+	if (ScopeContext != NULL)
+		MemoryContextReset(ScopeContext);
+	scope_by_top = NULL;
+	leaf_map = NULL;
+	member_set = NULL;
+	cache_generation++;
+}
+
+static void
+scope_relcache_callback(Datum arg, Oid relid)
+{
+	if (member_set == NULL)
+		return;
+	if (!OidIsValid(relid) ||
+		hash_search(member_set, &relid, HASH_FIND, NULL) != NULL)
+		scope_flush();
+}
+
+static void
+scope_xact_callback(XactEvent event, void *arg)
+{
+	/* Every event ends the transaction's hold on its locks, or may. */
+	lock_generation++;
+}
+
+static void
+scope_subxact_callback(SubXactEvent event, SubTransactionId mySubid,
+					   SubTransactionId parentSubid, void *arg)
+{
+	if (event == SUBXACT_EVENT_ABORT_SUB)
+		lock_generation++;
+}
+
+/*
+ * The top index of the tree that indexoid belongs to (indexoid itself if it
+ * is not a partition of another index).
+ */
+Oid
+gunique_tree_top(Oid indexoid)
+{
+	List	   *ancestors = get_partition_ancestors(indexoid);
+	Oid			top = ancestors == NIL ? indexoid : llast_oid(ancestors);
+
+	list_free(ancestors);
+	return top;
+}
+
+/*
+ * Does the partition key of the table under partitioned index "index" send
+ * equal index keys to the same partition?  The same test DefineIndex makes
+ * for a unique btree index on a partitioned table.
+ */
+static bool
+partition_key_determined(Relation index, Relation table)
+{
+	PartitionKey key = RelationGetPartitionKey(table);
+	int			nkeyatts = IndexRelationGetNumberOfKeyAttributes(index);
+
+	for (int i = 0; i < key->partnatts; i++)
+	{
+		bool		found = false;
+		Oid			ptkey_eqop;
+
+		if (key->partattrs[i] == 0)
+			return false;		/* an expression */
+
+		ptkey_eqop = get_opfamily_member(key->partopfamily[i],
+										 key->partopcintype[i],
+										 key->partopcintype[i],
+										 key->strategy == PARTITION_STRATEGY_HASH ?
+										 HTEqualStrategyNumber :
+										 BTEqualStrategyNumber);
+
+		for (int j = 0; j < nkeyatts && !found; j++)
+		{
+			Oid			idx_eqop;
+
+			if (index->rd_index->indkey.values[j] != key->partattrs[i] ||
+				index->rd_indcollation[j] != key->partcollation[i])
+				continue;
+			idx_eqop = get_opfamily_member(index->rd_opfamily[j],
+										   index->rd_opcintype[j],
+										   index->rd_opcintype[j],
+										   BTEqualStrategyNumber);
+			found = OidIsValid(idx_eqop) && idx_eqop == ptkey_eqop;
+		}
+		if (!found)
+			return false;
+	}
+	return true;
+}
+
+/*
+ * Walk the index tree below indexoid.  "group" is the group that indexoid
+ * belongs to; it equals indexoid when every partitioned table above has its
+ * key determined by the index key.  Takes AccessShareLock on what it opens.
+ */
+static void
+walk_tree(Oid indexoid, Oid group, TreeWalk *walk)
+{
+	Oid			heapoid = IndexGetRelation(indexoid, false);
+
+	walk->members = lappend_oid(walk->members, indexoid);
+	walk->members = lappend_oid(walk->members, heapoid);
+
+	if (get_rel_relkind(indexoid) == RELKIND_INDEX)
+	{
+		GuniqueLeaf *leaf = palloc(sizeof(GuniqueLeaf));
+
+		leaf->indexoid = indexoid;
+		leaf->heapoid = heapoid;
+		leaf->group = group;
+		walk->leaves = lappend(walk->leaves, leaf);
+	}
+	else
+	{
+		bool		split = false;
+		List	   *children;
+		ListCell   *lc;
+
+		if (group == indexoid)
+		{
+			Relation	table = table_open(heapoid, AccessShareLock);
+			Relation	index = index_open(indexoid, AccessShareLock);
+
+			split = partition_key_determined(index, table);
+			index_close(index, NoLock);
+			table_close(table, NoLock);
+		}
+
+		children = find_inheritance_children_extended(indexoid, false, NoLock,
+													  NULL, NULL);
+		foreach(lc, children)
+		{
+			Oid			child = lfirst_oid(lc);
+
+			walk_tree(child, split ? child : group, walk);
+		}
+	}
+}
+
+static int
+leaf_cmp(const ListCell *a, const ListCell *b)
+{
+	const GuniqueLeaf *la = lfirst(a);
+	const GuniqueLeaf *lb = lfirst(b);
+
+	if (la->indexoid == lb->indexoid)
+		return 0;
+	return la->indexoid < lb->indexoid ? -1 : 1;
+}
+
+/*
+ * Every leaf index of the tree under topindex, as a list of GuniqueLeaf in
+ * OID order, allocated in the caller's memory context.
+ */
+List *
+gunique_tree_leaves(Oid topindex)
+{
+	TreeWalk	walk = {NIL, NIL};
+
+	walk_tree(topindex, InvalidOid, &walk);
+	list_sort(walk.leaves, leaf_cmp);
+	return walk.leaves;
+}
+
+static void
+scope_create_hashes(void)
+{
+	HASHCTL		ctl;
+
+	if (ScopeContext == NULL)
+		ScopeContext = AllocSetContextCreate(CacheMemoryContext,
+											 "gunique scope cache",
+											 ALLOCSET_DEFAULT_SIZES);
+	ctl.keysize = sizeof(Oid);
+	ctl.hcxt = ScopeContext;
+	ctl.entrysize = sizeof(GuniqueScope);
+	scope_by_top = hash_create("gunique scopes", 16, &ctl,
+							   HASH_ELEM | HASH_BLOBS | HASH_CONTEXT);
+	ctl.entrysize = sizeof(LeafEntry);
+	leaf_map = hash_create("gunique leaves", 64, &ctl,
+						   HASH_ELEM | HASH_BLOBS | HASH_CONTEXT);
+	ctl.entrysize = sizeof(Oid);
+	member_set = hash_create("gunique members", 64, &ctl,
+							 HASH_ELEM | HASH_BLOBS | HASH_CONTEXT);
+}
+
+/*
+ * Copy a finished walk into the cache.  Nothing here can process
+ * invalidations.
+ */
+static void
+scope_fill_key(GuniqueScope *scope, Relation index)
+{
+	scope->nkeys = IndexRelationGetNumberOfKeyAttributes(index);
+	scope->nulls_not_distinct = index->rd_index->indnullsnotdistinct;
+	for (int i = 0; i < scope->nkeys; i++)
+	{
+		Oid			eqop;
+		RegProcedure lhs_hash;
+		RegProcedure rhs_hash;
+
+		eqop = get_opfamily_member(index->rd_opfamily[i],
+								   index->rd_opcintype[i],
+								   index->rd_opcintype[i],
+								   BTEqualStrategyNumber);
+		if (!OidIsValid(eqop))
+			elog(ERROR, "missing operator %d(%u,%u) in opfamily %u",
+				 BTEqualStrategyNumber, index->rd_opcintype[i],
+				 index->rd_opcintype[i], index->rd_opfamily[i]);
+		scope->eqproc[i] = get_opcode(eqop);
+		scope->collation[i] = index->rd_indcollation[i];
+
+		/*
+		 * The key lock is taken on a hash of the key, which must agree with
+		 * the index's equality: equal keys, equal hashes.  A column whose "="
+		 * has no hash function contributes nothing to the hash.
+		 */
+		scope->hashable[i] = get_op_hash_functions(eqop, &lhs_hash, &rhs_hash) &&
+			OidIsValid(lhs_hash);
+		if (scope->hashable[i])
+			fmgr_info_cxt(lhs_hash, &scope->hashfn[i], ScopeContext);
+	}
+}
+
+static void
+scope_install(Oid topindex, TreeWalk *walk, Relation leaf)
+{
+	GuniqueScope *scope;
+	ListCell   *lc;
+	int			i;
+
+	if (scope_by_top == NULL)
+		scope_create_hashes();
+
+	scope = hash_search(scope_by_top, &topindex, HASH_ENTER, NULL);
+	scope->nleaves = list_length(walk->leaves);
+	scope->leaves = MemoryContextAlloc(ScopeContext,
+									   sizeof(GuniqueLeaf) * Max(scope->nleaves, 1));
+	i = 0;
+	foreach(lc, walk->leaves)
+	{
+		GuniqueLeaf *leaf = lfirst(lc);
+		LeafEntry  *entry;
+
+		scope->leaves[i++] = *leaf;
+		entry = hash_search(leaf_map, &leaf->indexoid, HASH_ENTER, NULL);
+		entry->topindex = topindex;
+		entry->group = leaf->group;
+	}
+
+	list_sort(walk->members, list_oid_cmp);
+	list_deduplicate_oid(walk->members);
+	scope->nlocks = list_length(walk->members);
+	scope->lockoids = MemoryContextAlloc(ScopeContext,
+										 sizeof(Oid) * scope->nlocks);
+	i = 0;
+	foreach(lc, walk->members)
+	{
+		Oid			oid = lfirst_oid(lc);
+
+		scope->lockoids[i++] = oid;
+		(void) hash_search(member_set, &oid, HASH_ENTER, NULL);
+	}
+	scope->locked_generation = 0;
+	scope_fill_key(scope, leaf);
+}
+
+/*
+ * Build the cache entry for the tree that leaf index belongs to.  Returns
+ * false if the cache was flushed meanwhile and the caller must look again.
+ */
+static bool
+scope_build(Relation leaf)
+{
+	Oid			leafindex = RelationGetRelid(leaf);
+	uint64		generation = cache_generation;
+	MemoryContext buildcxt;
+	MemoryContext oldcxt;
+	TreeWalk	walk = {NIL, NIL};
+	Oid			top;
+	bool		current;
+
+	buildcxt = AllocSetContextCreate(CurrentMemoryContext,
+									 "gunique scope build",
+									 ALLOCSET_SMALL_SIZES);
+	oldcxt = MemoryContextSwitchTo(buildcxt);
+
+	top = gunique_tree_top(leafindex);
+	walk_tree(top, top, &walk);
+	list_sort(walk.leaves, leaf_cmp);
+
+	MemoryContextSwitchTo(oldcxt);
+	current = (generation == cache_generation);
+	if (current)
+		scope_install(top, &walk, leaf);
+	MemoryContextDelete(buildcxt);
+	return current;
+}
+
+/*
+ * The cached tree of leaf index "index".  *group receives the leaf's group.
+ * With "lock", every relation of the tree is locked (AccessShareLock) in the
+ * current transaction first.  The result stays valid until the next call
+ * that can process invalidations (any relation lock).
+ */
+GuniqueScope *
+gunique_scope_for_leaf(Relation index, Oid *group, bool lock)
+{
+	Oid			leafoid = RelationGetRelid(index);
+
+	for (;;)
+	{
+		LeafEntry  *entry = NULL;
+		GuniqueScope *scope;
+		uint64		generation;
+		Oid		   *lockoids;
+		int			nlocks;
+
+		if (leaf_map != NULL)
+			entry = hash_search(leaf_map, &leafoid, HASH_FIND, NULL);
+		if (entry == NULL)
+		{
+			if (!scope_build(index))
+				continue;
+			entry = hash_search(leaf_map, &leafoid, HASH_FIND, NULL);
+			if (entry == NULL)
+				elog(ERROR, "index %u is missing from its gunique index tree",
+					 leafoid);
+		}
+		scope = hash_search(scope_by_top, &entry->topindex, HASH_FIND, NULL);
+		Assert(scope != NULL);
+		*group = entry->group;
+
+		if (!lock || scope->locked_generation == lock_generation)
+			return scope;
+
+		/*
+		 * Lock every relation of the tree, once per transaction: a sibling
+		 * that is read must not be truncated, rewritten or reindexed under
+		 * us.  Locking processes invalidations, which may flush the cache.
+		 */
+		generation = cache_generation;
+		nlocks = scope->nlocks;
+		lockoids = palloc(sizeof(Oid) * nlocks);
+		memcpy(lockoids, scope->lockoids, sizeof(Oid) * nlocks);
+		for (int i = 0; i < nlocks; i++)
+			LockRelationOid(lockoids[i], AccessShareLock);
+		pfree(lockoids);
+		if (generation != cache_generation)
+			continue;
+		scope->locked_generation = lock_generation;
+		return scope;
+	}
+}

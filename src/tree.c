@@ -1,0 +1,162 @@
+/*-------------------------------------------------------------------------
+ *
+ * tree.c
+ *	  gunique index trees in the catalogs.
+ *
+ * A gunique index on a partitioned table is an ordinary partitioned index
+ * tree: a partitioned index on each partitioned table and an nbtree-format
+ * leaf index on each leaf, linked by pg_inherits, all with
+ * pg_index.indisunique set, so that psql, pg_dump and the planner see a
+ * unique index.  PostgreSQL's DefineIndex refuses to build a unique tree
+ * whose key does not cover the partition key, so the DDL hook has it built
+ * non-unique and sets indisunique afterwards, in the same transaction.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "access/htup_details.h"
+#include "access/table.h"
+#include "access/xact.h"
+#include "catalog/indexing.h"
+#include "catalog/pg_class.h"
+#include "catalog/pg_index.h"
+#include "catalog/pg_inherits.h"
+#include "commands/defrem.h"
+#include "utils/inval.h"
+#include "utils/lsyscache.h"
+#include "utils/rel.h"
+#include "utils/syscache.h"
+
+#include "gunique.h"
+#include "tree.h"
+
+bool
+gunique_is_gunique_index(Oid indexoid)
+{
+	Oid			amoid = get_index_am_oid(GUNIQUE_AM_NAME, true);
+	HeapTuple	tuple;
+	bool		result;
+
+	if (!OidIsValid(amoid))
+		return false;
+	tuple = SearchSysCache1(RELOID, ObjectIdGetDatum(indexoid));
+	if (!HeapTupleIsValid(tuple))
+		return false;
+	result = ((Form_pg_class) GETSTRUCT(tuple))->relam == amoid;
+	ReleaseSysCache(tuple);
+	return result;
+}
+
+/* The gunique indexes defined directly on a table. */
+List *
+gunique_table_indexes(Oid tableoid)
+{
+	Relation	rel = table_open(tableoid, NoLock);
+	List	   *indexes = RelationGetIndexList(rel);
+	List	   *result = NIL;
+	ListCell   *lc;
+
+	foreach(lc, indexes)
+	{
+		Oid			indexoid = lfirst_oid(lc);
+
+		if (gunique_is_gunique_index(indexoid))
+			result = lappend_oid(result, indexoid);
+	}
+	list_free(indexes);
+	table_close(rel, NoLock);
+	return result;
+}
+
+static Form_pg_index
+index_form(Oid indexoid, HeapTuple *tuple)
+{
+	*tuple = SearchSysCache1(INDEXRELID, ObjectIdGetDatum(indexoid));
+	if (!HeapTupleIsValid(*tuple))
+		elog(ERROR, "cache lookup failed for index %u", indexoid);
+	return (Form_pg_index) GETSTRUCT(*tuple);
+}
+
+bool
+gunique_index_is_valid(Oid indexoid)
+{
+	HeapTuple	tuple;
+	bool		valid = index_form(indexoid, &tuple)->indisvalid;
+
+	ReleaseSysCache(tuple);
+	return valid;
+}
+
+bool
+gunique_index_is_unique(Oid indexoid)
+{
+	HeapTuple	tuple;
+	bool		unique = index_form(indexoid, &tuple)->indisunique;
+
+	ReleaseSysCache(tuple);
+	return unique;
+}
+
+static void
+index_set_unique(Relation pg_index, Oid indexoid, bool unique)
+{
+	HeapTuple	tuple = SearchSysCacheCopy1(INDEXRELID, ObjectIdGetDatum(indexoid));
+	Form_pg_index form;
+
+	if (!HeapTupleIsValid(tuple))
+		elog(ERROR, "cache lookup failed for index %u", indexoid);
+	form = (Form_pg_index) GETSTRUCT(tuple);
+	if (form->indisunique != unique)
+	{
+		form->indisunique = unique;
+		CatalogTupleUpdate(pg_index, &tuple->t_self, tuple);
+		/* The table caches which of its columns unique indexes cover. */
+		CacheInvalidateRelcacheByRelid(form->indrelid);
+	}
+	heap_freetuple(tuple);
+}
+
+/*
+ * Set pg_index.indisunique on every index of the tree under topindex.
+ * The caller holds locks that keep the tree from changing.
+ */
+void
+gunique_tree_set_unique(Oid topindex, bool unique)
+{
+	List	   *members = find_all_inheritors(topindex, NoLock, NULL);
+	Relation	pg_index = table_open(IndexRelationId, RowExclusiveLock);
+	ListCell   *lc;
+
+	foreach(lc, members)
+		index_set_unique(pg_index, lfirst_oid(lc), unique);
+	table_close(pg_index, RowExclusiveLock);
+	list_free(members);
+	CommandCounterIncrement();
+}
+
+/*
+ * A unique btree cannot be created over foreign partitions; neither can a
+ * gunique index, whose partitions are built as non-unique indexes, which
+ * PostgreSQL would silently skip on foreign tables.
+ */
+void
+gunique_refuse_foreign_partitions(Oid tableoid)
+{
+	List	   *members = find_all_inheritors(tableoid, NoLock, NULL);
+	ListCell   *lc;
+
+	foreach(lc, members)
+	{
+		Oid			relid = lfirst_oid(lc);
+
+		if (get_rel_relkind(relid) == RELKIND_FOREIGN_TABLE)
+			ereport(ERROR,
+					(errcode(ERRCODE_WRONG_OBJECT_TYPE),
+					 errmsg("cannot create unique index on partitioned table \"%s\"",
+							get_rel_name(tableoid)),
+					 errdetail("Table \"%s\" contains partitions that are foreign tables.",
+							   get_rel_name(tableoid))));
+	}
+	list_free(members);
+}

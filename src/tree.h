@@ -1,0 +1,20 @@
+/*-------------------------------------------------------------------------
+ *
+ * tree.h
+ *	  gunique index trees in the catalogs.
+ *
+ *-------------------------------------------------------------------------
+ */
+#ifndef GUNIQUE_TREE_H
+#define GUNIQUE_TREE_H
+
+#include "nodes/pg_list.h"
+
+extern bool gunique_is_gunique_index(Oid indexoid);
+extern List *gunique_table_indexes(Oid tableoid);
+extern void gunique_tree_set_unique(Oid topindex, bool unique);
+extern bool gunique_index_is_valid(Oid indexoid);
+extern bool gunique_index_is_unique(Oid indexoid);
+extern void gunique_refuse_foreign_partitions(Oid tableoid);
+
+#endif							/* GUNIQUE_TREE_H */

@@ -7,6 +7,7 @@ OBJS = \
 	src/ddl.o \
 	src/handler.o \
 	src/merge.o \
+	src/onconflict.o \
 	src/probe.o \
 	src/scope.o \
 	src/tree.o

@@ -16,18 +16,19 @@
 #endif
 
 /*
- * Before PostgreSQL 18, PrepareSortSupportFromIndexRel() (reached from
- * nbtree's build through tuplesort_begin_index_btree) refuses any index whose
- * relam is not btree.  18 accepts any AM with amcanorder.
+ * Before PostgreSQL 18, BuildSpeculativeIndexInfo raises an internal error
+ * for a unique index that is not btree, so ON CONFLICT cannot work at all on
+ * a table with a gunique index.
  */
 #if PG_VERSION_NUM < 180000
-#define GUNIQUE_BUILD_NEEDS_BTREE_RELAM 1
+#define GUNIQUE_NO_SPECULATIVE_INSERT 1
 #endif
 
 /*
  * PostgreSQL 17 added amcanbuildparallel.  Its parallel build workers open
- * the index themselves, so on 17 they would hit the relam test above; 18's
- * workers work unchanged.
+ * the index themselves and sort through PrepareSortSupportFromIndexRel(),
+ * which before 18 refuses any relation whose relam is not btree (see
+ * handler.c); 18 accepts any AM with amcanorder, so its workers need no help.
  */
 #if PG_VERSION_NUM >= 170000 && PG_VERSION_NUM < 180000
 #define GUNIQUE_DISABLE_PARALLEL_BUILD(routine) ((routine)->amcanbuildparallel = false)

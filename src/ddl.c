@@ -181,11 +181,11 @@ new_nonunique_tree(Oid tableoid)
 
 /* Mark a tree unique and, if it is complete, check it. */
 static void
-finish_tree(Oid topindex)
+finish_tree(Oid topindex, Oid attached)
 {
 	gunique_tree_set_unique(topindex, true);
 	if (gunique_index_is_valid(topindex))
-		gunique_check_tree(topindex);
+		gunique_check_tree(topindex, attached);
 }
 
 static void
@@ -215,7 +215,7 @@ create_index(UtilityCall *call)
 
 	topindex = new_nonunique_tree(tableoid);
 	if (OidIsValid(topindex))	/* not if IF NOT EXISTS found one */
-		finish_tree(topindex);
+		finish_tree(topindex, InvalidOid);
 }
 
 /* The top indexes of the gunique trees that cover a table. */
@@ -324,7 +324,7 @@ attach_table(UtilityCall *call, AlterTableStmt *stmt, PartitionCmd *cmd)
 
 	CommandCounterIncrement();
 	foreach(lc, tops)
-		finish_tree(lfirst_oid(lc));
+		finish_tree(lfirst_oid(lc), child);
 }
 
 /* ALTER INDEX parent ATTACH PARTITION child */
@@ -348,7 +348,7 @@ attach_index(UtilityCall *call, AlterTableStmt *stmt)
 
 	/* The tree is complete: now it must hold what it promises. */
 	if (!was_valid && gunique_index_is_valid(top))
-		finish_tree(top);
+		finish_tree(top, InvalidOid);
 }
 
 static void

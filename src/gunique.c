@@ -20,6 +20,7 @@
 #include "compat.h"
 #include "ddl.h"
 #include "gunique.h"
+#include "onconflict.h"
 #include "scope.h"
 
 GUNIQUE_MODULE_MAGIC;
@@ -37,6 +38,7 @@ _PG_init(void)
 	gunique_preloaded = true;
 	gunique_ddl_init();
 	gunique_scope_init();
+	gunique_onconflict_init();
 }
 
 /*

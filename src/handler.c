@@ -7,8 +7,17 @@
  * nbtree's own IndexAmRoutine, so scans, costing, options (fillfactor,
  * deduplicate_items), VACUUM, WAL and recovery are exactly nbtree's, and it
  * replaces only the callbacks where gunique has something to add: the build
- * (nbtree's sort refuses non-btree relations before PostgreSQL 18) and the
- * insert.
+ * and the insert.
+ *
+ * nbtree checks in a few places that the relation it works on is a btree:
+ * its build sorts through PrepareSortSupportFromIndexRel, which before
+ * PostgreSQL 18 raises an error for any other relam, and the macros that
+ * read its reloptions (BTGetFillFactor, BTGetDeduplicateItems, used by the
+ * build, by page splits and by deduplication on insert) assert it.  The
+ * storage is nbtree's, the options are parsed by btoptions and the operator
+ * families have the same members as btree's, so the delegated calls present
+ * the relation as btree: only this backend's relcache entry, only for the
+ * duration of the call, restored on every path.
  *
  *-------------------------------------------------------------------------
  */
@@ -29,6 +38,26 @@
 #include "probe.h"
 
 PG_FUNCTION_INFO_V1(gunique_handler);
+
+/*
+ * Run "call" with index presented as a btree.  The relcache entry is not
+ * rebuilt during these calls: they take no heavyweight lock on a relation,
+ * so they process no invalidations.
+ */
+#define GUNIQUE_AS_BTREE(index, call) \
+	do { \
+		Oid			saved_relam_ = (index)->rd_rel->relam; \
+		(index)->rd_rel->relam = BTREE_AM_OID; \
+		PG_TRY(); \
+		{ \
+			call; \
+		} \
+		PG_FINALLY(); \
+		{ \
+			(index)->rd_rel->relam = saved_relam_; \
+		} \
+		PG_END_TRY(); \
+	} while (0)
 
 static IndexBuildResult *gunique_build(Relation heap, Relation index,
 									   IndexInfo *indexInfo);
@@ -85,37 +114,29 @@ gunique_check_build(Relation index, IndexInfo *indexInfo)
 static IndexBuildResult *
 gunique_build(Relation heap, Relation index, IndexInfo *indexInfo)
 {
-	IndexBuildResult *result;
+	IndexBuildResult *volatile result = NULL;
 
 	gunique_check_build(index, indexInfo);
 
-#ifdef GUNIQUE_BUILD_NEEDS_BTREE_RELAM
+	GUNIQUE_AS_BTREE(index, result = btbuild(heap, index, indexInfo));
+	return result;
+}
 
-	/*
-	 * nbtree's build sorts through PrepareSortSupportFromIndexRel, which
-	 * checks that relam is btree.  The relation's storage is nbtree's and our
-	 * operator families have the same members as btree's, so present it as
-	 * btree for the duration of the call only, and put it back on every path.
-	 * Only this backend's relcache entry is touched, never the catalog.
-	 */
-	{
-		Oid			saved_relam = index->rd_rel->relam;
+/*
+ * nbtree's insert, with the relation presented as btree (see
+ * GUNIQUE_AS_BTREE).
+ */
+bool
+gunique_btinsert(Relation index, Datum *values, bool *isnull,
+				 ItemPointer heap_tid, Relation heap,
+				 IndexUniqueCheck checkUnique, bool indexUnchanged,
+				 IndexInfo *indexInfo)
+{
+	volatile bool result = false;
 
-		index->rd_rel->relam = BTREE_AM_OID;
-		PG_TRY();
-		{
-			result = btbuild(heap, index, indexInfo);
-		}
-		PG_FINALLY();
-		{
-			index->rd_rel->relam = saved_relam;
-		}
-		PG_END_TRY();
-	}
-#else
-	result = btbuild(heap, index, indexInfo);
-#endif
-
+	GUNIQUE_AS_BTREE(index,
+					 result = btinsert(index, values, isnull, heap_tid, heap,
+									   checkUnique, indexUnchanged, indexInfo));
 	return result;
 }
 

@@ -31,6 +31,7 @@
 #include "pgstat.h"
 #include "storage/lmgr.h"
 #include "utils/datum.h"
+#include "utils/lsyscache.h"
 #include "utils/memutils.h"
 #include "utils/rel.h"
 #include "utils/snapmgr.h"
@@ -290,7 +291,7 @@ merge_consume(MergeState *state, int c)
 }
 
 static void
-merge_report(MergeState *state, Relation topindex)
+merge_report(MergeState *state, Relation topindex, Oid attached)
 {
 	const char *key = state->first_key;
 	const char *p1 = RelationGetRelationName(state->first_holders[0]);
@@ -305,6 +306,9 @@ merge_report(MergeState *state, Relation topindex)
 
 	ereport(ERROR,
 			(errcode(ERRCODE_UNIQUE_VIOLATION),
+			 OidIsValid(attached) ?
+			 errmsg("could not attach partition \"%s\": its keys would violate unique index \"%s\"",
+					get_rel_name(attached), RelationGetRelationName(topindex)) :
 			 errmsg("could not create unique index \"%s\"",
 					RelationGetRelationName(topindex)),
 			 state->nduplicates == 1 ?
@@ -321,10 +325,11 @@ merge_report(MergeState *state, Relation topindex)
 /*
  * Check that no key occurs twice among the live rows of all leaves of the
  * tree under topindex.  Raises a unique violation naming the first
- * duplicate key found and the partitions that hold it.
+ * duplicate key found and the partitions that hold it; "attached" names the
+ * table being attached, if that is why the check runs.
  */
 void
-gunique_check_tree(Oid topindexoid)
+gunique_check_tree(Oid topindexoid, Oid attached)
 {
 	Relation	topindex = index_open(topindexoid, AccessShareLock);
 	List	   *leaves = gunique_tree_leaves(topindexoid);
@@ -370,7 +375,7 @@ gunique_check_tree(Oid topindexoid)
 		merge_close_run(state);
 
 	if (state->nduplicates > 0)
-		merge_report(state, topindex);
+		merge_report(state, topindex, attached);
 
 	for (int c = 0; c < state->ncursors; c++)
 		merge_cursor_close(&state->cursors[c]);

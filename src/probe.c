@@ -41,6 +41,7 @@
 #include "utils/snapmgr.h"
 
 #include "compat.h"
+#include "handler.h"
 #include "probe.h"
 #include "scope.h"
 
@@ -238,7 +239,7 @@ gunique_probe_insert(Relation index, Datum *values, bool *isnull,
 	bool		result;
 
 	if (checkUnique == UNIQUE_CHECK_NO || !index->rd_rel->relispartition)
-		return btinsert(index, values, isnull, heap_tid, heap, checkUnique,
+		return gunique_btinsert(index, values, isnull, heap_tid, heap, checkUnique,
 						indexUnchanged, indexInfo);
 
 	if (checkUnique == UNIQUE_CHECK_EXISTING)
@@ -248,7 +249,7 @@ gunique_probe_insert(Relation index, Datum *values, bool *isnull,
 	scope = gunique_scope_for_leaf(index, &group, false);
 	if (key_has_distinct_null(scope, isnull) ||
 		!leaf_has_siblings(scope, RelationGetRelid(index), group))
-		return btinsert(index, values, isnull, heap_tid, heap, checkUnique,
+		return gunique_btinsert(index, values, isnull, heap_tid, heap, checkUnique,
 						indexUnchanged, indexInfo);
 
 	/* Lock the tree's relations before the key lock, never after. */
@@ -256,7 +257,7 @@ gunique_probe_insert(Relation index, Datum *values, bool *isnull,
 	probe_key_init(&key, scope, values, isnull);
 
 	(void) LockAcquire(&key.locktag, ExclusiveLock, false, false);
-	result = btinsert(index, values, isnull, heap_tid, heap, checkUnique,
+	result = gunique_btinsert(index, values, isnull, heap_tid, heap, checkUnique,
 					  indexUnchanged, indexInfo);
 
 	/*

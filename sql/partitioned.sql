@@ -215,6 +215,14 @@ DROP TABLE f;
 DROP SERVER gunique_dummy_srv;
 DROP FOREIGN DATA WRAPPER gunique_dummy_fdw;
 
+-- TRUNCATE rebuilds the leaves empty and keeps the guarantee.
+TRUNCATE e2;
+INSERT INTO e VALUES (14, 1);
+INSERT INTO e VALUES (14, 14);
+TRUNCATE e;
+INSERT INTO e VALUES (1, 1), (14, 2);
+INSERT INTO e VALUES (14, 1);
+
 -- A non-unique gunique index is refused on partitioned tables too.
 CREATE INDEX t_c ON t USING gunique (c);
 

@@ -97,7 +97,11 @@ gunique_am_oid(bool missing_ok)
 static void
 gunique_check_build(Relation index, IndexInfo *indexInfo)
 {
-	if (!indexInfo->ii_Unique && !gunique_ddl_nonunique_build_allowed())
+	/*
+	 * Look at the catalog, not at indexInfo: TRUNCATE rebuilds indexes with
+	 * a dummy IndexInfo that never says unique.
+	 */
+	if (!index->rd_index->indisunique && !gunique_ddl_nonunique_build_allowed())
 		ereport(ERROR,
 				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
 				 errmsg("access method \"%s\" supports only unique indexes",

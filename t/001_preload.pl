@@ -78,10 +78,42 @@ unlike($stderr, qr/shared_preload_libraries/,
 unlike($stderr, qr/partition key|partitioning columns/,
 	'with preload: no partition-key message from PostgreSQL');
 
+is($ret, 0, 'with preload: partitioned CREATE UNIQUE INDEX succeeds');
+
 ($ret, $stdout, $stderr) =
   $loaded->psql('postgres', 'CREATE INDEX plain_b ON plain USING gunique (b)');
 like($stderr, qr/access method "gunique" supports only unique indexes/,
 	'with preload: non-unique gunique index refused');
+$loaded->safe_psql('postgres', 'INSERT INTO parted VALUES (1, 1)');
+($ret, $stdout, $stderr) =
+  $loaded->psql('postgres', 'INSERT INTO parted VALUES (11, 1)');
+like($stderr, qr/Key \(b\)=\(1\) already exists in partition "parted_1"/,
+	'with preload: duplicate across partitions rejected');
+
+# The same cluster restarted without the preload: every statement that would
+# need the hook is refused, never silently unchecked.
+$loaded->adjust_conf('postgresql.conf', 'shared_preload_libraries', "''");
+$loaded->restart;
+my %refused = (
+	'INSERT INTO parted VALUES (12, 2)' => 'insert into a partition of a gunique index',
+	'INSERT INTO parted_2 VALUES (12, 2)' => 'insert into a partition of a gunique index',
+	'CREATE TABLE parted_3 PARTITION OF parted FOR VALUES FROM (20) TO (30) PARTITION BY RANGE (b)'
+	  => 'create a partition of a table with a gunique index',
+	'CREATE TABLE parted_4 PARTITION OF parted FOR VALUES FROM (30) TO (40)'
+	  => 'create a partition of a table with a gunique index',
+	'CREATE TABLE parted_5 (a int, b int); ALTER TABLE parted ATTACH PARTITION parted_5 FOR VALUES FROM (50) TO (60)'
+	  => 'attach a partition to a gunique index',
+	'REINDEX INDEX parted_b' => 'build a partition of a gunique index',);
+foreach my $sql (sort keys %refused)
+{
+	($ret, $stdout, $stderr) = $loaded->psql('postgres', $sql);
+	like(
+		$stderr,
+		qr/gunique must be loaded via shared_preload_libraries to \Q$refused{$sql}\E/,
+		"without preload: refused: $sql");
+}
+is($loaded->safe_psql('postgres', 'SELECT count(*) FROM parted'),
+	'1', 'without preload: nothing slipped in');
 $loaded->stop;
 
 done_testing();

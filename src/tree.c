@@ -15,7 +15,9 @@
  */
 #include "postgres.h"
 
+#include "access/genam.h"
 #include "access/htup_details.h"
+#include "access/stratnum.h"
 #include "access/table.h"
 #include "access/xact.h"
 #include "catalog/indexing.h"
@@ -23,6 +25,7 @@
 #include "catalog/pg_index.h"
 #include "catalog/pg_inherits.h"
 #include "commands/defrem.h"
+#include "utils/fmgroids.h"
 #include "utils/inval.h"
 #include "utils/lsyscache.h"
 #include "utils/rel.h"
@@ -48,24 +51,34 @@ gunique_is_gunique_index(Oid indexoid)
 	return result;
 }
 
-/* The gunique indexes defined directly on a table. */
+/*
+ * The gunique indexes defined directly on a table, in OID order.  Reads
+ * pg_index only, so callers need no lock on the table (the event trigger
+ * and parse analysis use it before PostgreSQL has locked anything).
+ */
 List *
 gunique_table_indexes(Oid tableoid)
 {
-	Relation	rel = table_open(tableoid, NoLock);
-	List	   *indexes = RelationGetIndexList(rel);
+	Relation	pg_index = table_open(IndexRelationId, AccessShareLock);
+	ScanKeyData key;
+	SysScanDesc scan;
+	HeapTuple	tuple;
 	List	   *result = NIL;
-	ListCell   *lc;
 
-	foreach(lc, indexes)
+	ScanKeyInit(&key, Anum_pg_index_indrelid, BTEqualStrategyNumber,
+				F_OIDEQ, ObjectIdGetDatum(tableoid));
+	scan = systable_beginscan(pg_index, IndexIndrelidIndexId, true, NULL,
+							  1, &key);
+	while (HeapTupleIsValid(tuple = systable_getnext(scan)))
 	{
-		Oid			indexoid = lfirst_oid(lc);
+		Oid			indexoid = ((Form_pg_index) GETSTRUCT(tuple))->indexrelid;
 
 		if (gunique_is_gunique_index(indexoid))
 			result = lappend_oid(result, indexoid);
 	}
-	list_free(indexes);
-	table_close(rel, NoLock);
+	systable_endscan(scan);
+	table_close(pg_index, AccessShareLock);
+	list_sort(result, list_oid_cmp);
 	return result;
 }
 

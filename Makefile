@@ -15,7 +15,7 @@ OBJS = \
 DATA = gunique--1.0.sql
 PGFILEDESC = "gunique - unique indexes across partitions"
 
-REGRESS = opclass plain
+REGRESS = opclass plain partitioned onconflict
 REGRESS_OPTS = --inputdir=. --outputdir=$(CURDIR)/results-regress
 
 ISOLATION =

@@ -7,7 +7,9 @@
 -- works within a partition; a conflict with another partition is a unique
 -- violation with a hint (onconflict_1.out).
 --
+SET client_min_messages = warning;
 CREATE EXTENSION IF NOT EXISTS gunique;
+RESET client_min_messages;
 CREATE SCHEMA goc;
 SET search_path = goc, public;
 

@@ -1,7 +1,9 @@
 --
 -- gunique on partitioned tables: uniqueness across all partitions
 --
+SET client_min_messages = warning;
 CREATE EXTENSION IF NOT EXISTS gunique;
+RESET client_min_messages;
 CREATE SCHEMA gp;
 SET search_path = gp, public;
 

@@ -225,6 +225,12 @@ TRUNCATE e;
 INSERT INTO e VALUES (1, 1), (14, 2);
 INSERT INTO e VALUES (14, 1);
 
+-- Build phases in pg_stat_progress_create_index: nbtree's, and the check.
+SELECT p, pg_indexam_progress_phasename(g.oid, p) AS gunique,
+	pg_indexam_progress_phasename(b.oid, p) AS btree
+FROM pg_am g, pg_am b, generate_series(1, 6) p
+WHERE g.amname = 'gunique' AND b.amname = 'btree' ORDER BY p;
+
 -- A non-unique gunique index is refused on partitioned tables too.
 CREATE INDEX t_c ON t USING gunique (c);
 

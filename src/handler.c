@@ -35,6 +35,7 @@
 #include "gunique.h"
 #include "ddl.h"
 #include "handler.h"
+#include "merge.h"
 #include "probe.h"
 
 PG_FUNCTION_INFO_V1(gunique_handler);
@@ -61,6 +62,7 @@ PG_FUNCTION_INFO_V1(gunique_handler);
 
 static IndexBuildResult *gunique_build(Relation heap, Relation index,
 									   IndexInfo *indexInfo);
+static char *gunique_buildphasename(int64 phasenum);
 static bool gunique_insert(Relation index, Datum *values, bool *isnull,
 						   ItemPointer heap_tid, Relation heap,
 						   IndexUniqueCheck checkUnique,
@@ -76,6 +78,7 @@ gunique_handler(PG_FUNCTION_ARGS)
 
 	amroutine->ambuild = gunique_build;
 	amroutine->aminsert = gunique_insert;
+	amroutine->ambuildphasename = gunique_buildphasename;
 	GUNIQUE_DISABLE_PARALLEL_BUILD(amroutine);
 
 	PG_RETURN_POINTER(amroutine);
@@ -89,6 +92,18 @@ Oid
 gunique_am_oid(bool missing_ok)
 {
 	return get_index_am_oid(GUNIQUE_AM_NAME, missing_ok);
+}
+
+/*
+ * nbtree's build phases, and the check that CREATE and ATTACH run across the
+ * partitions afterwards (merge.c).
+ */
+static char *
+gunique_buildphasename(int64 phasenum)
+{
+	if (phasenum == GUNIQUE_PHASE_MERGE_CHECK)
+		return "checking uniqueness across partitions";
+	return btbuildphasename(phasenum);
 }
 
 /*

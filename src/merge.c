@@ -323,6 +323,31 @@ merge_report(MergeState *state, Relation topindex, Oid attached)
 }
 
 /*
+ * Report the check in pg_stat_progress_create_index, as a build phase of the
+ * top index ("building index: checking uniqueness across partitions").
+ */
+static void
+merge_progress_start(Relation topindex)
+{
+	const int	params[] = {
+		PROGRESS_CREATEIDX_COMMAND,
+		PROGRESS_CREATEIDX_INDEX_OID,
+		PROGRESS_CREATEIDX_PHASE,
+		PROGRESS_CREATEIDX_SUBPHASE,
+	};
+	const int64 values[] = {
+		PROGRESS_CREATEIDX_COMMAND_CREATE,
+		RelationGetRelid(topindex),
+		PROGRESS_CREATEIDX_PHASE_BUILD,
+		GUNIQUE_PHASE_MERGE_CHECK,
+	};
+
+	pgstat_progress_start_command(PROGRESS_COMMAND_CREATE_INDEX,
+								  topindex->rd_index->indrelid);
+	pgstat_progress_update_multi_param(lengthof(params), params, values);
+}
+
+/*
  * Check that no key occurs twice among the live rows of all leaves of the
  * tree under topindex.  Raises a unique violation naming the first
  * duplicate key found and the partitions that hold it; "attached" names the
@@ -342,8 +367,7 @@ gunique_check_tree(Oid topindexoid, Oid attached)
 	state->ncursors = list_length(leaves);
 	state->cursors = palloc0(sizeof(MergeCursor) * Max(state->ncursors, 1));
 
-	pgstat_progress_update_param(PROGRESS_CREATEIDX_SUBPHASE,
-								 GUNIQUE_PHASE_MERGE_CHECK);
+	merge_progress_start(topindex);
 	heap = binaryheap_allocate(Max(state->ncursors, 1), merge_heap_cmp, state);
 	foreach(lc, leaves)
 	{
@@ -377,6 +401,7 @@ gunique_check_tree(Oid topindexoid, Oid attached)
 	if (state->nduplicates > 0)
 		merge_report(state, topindex, attached);
 
+	pgstat_progress_end_command();
 	for (int c = 0; c < state->ncursors; c++)
 		merge_cursor_close(&state->cursors[c]);
 	binaryheap_free(heap);

@@ -72,10 +72,13 @@ typedef struct MergeState
 	bool		runisnull[INDEX_MAX_KEYS];
 	List	   *runentries;		/* MergeEntry * */
 
+	/* Visibility of the rows behind equal keys. */
+	Snapshot	snapshot;
+
 	/* What was found. */
 	int64		nduplicates;
-	char	   *first_key;
-	Relation	first_holders[2];
+	GuniqueDuplicateCallback callback;
+	void	   *callback_arg;
 } MergeState;
 
 typedef struct MergeEntry
@@ -161,9 +164,9 @@ merge_cursor_next(MergeState *state, MergeCursor *cursor)
 }
 
 static void
-merge_cursor_open(MergeCursor *cursor, GuniqueLeaf *leaf)
+merge_cursor_open(MergeCursor *cursor, GuniqueLeaf *leaf, LOCKMODE lockmode)
 {
-	cursor->heap = table_open(leaf->heapoid, ShareLock);
+	cursor->heap = table_open(leaf->heapoid, lockmode);
 	cursor->index = index_open(leaf->indexoid, AccessShareLock);
 	cursor->scan = gunique_index_beginscan(cursor->heap, cursor->index,
 										   SnapshotAny, 0);
@@ -183,20 +186,16 @@ merge_cursor_close(MergeCursor *cursor)
 	table_close(cursor->heap, NoLock);
 }
 
-/*
- * Is the row behind this index entry live?  Rows deleted by committed
- * transactions are not; rows inserted by this transaction are.  Writers are
- * locked out, so no other transaction is in progress on these rows.
- */
+/* Is the row behind this index entry visible to the check's snapshot? */
 static bool
-merge_entry_live(MergeCursor *cursor, ItemPointer tid)
+merge_entry_live(MergeCursor *cursor, ItemPointer tid, Snapshot snapshot)
 {
 	ItemPointerData tmp = *tid;
 	bool		call_again = false;
 	bool		all_dead = false;
 	bool		found;
 
-	found = table_index_fetch_tuple(cursor->fetch, &tmp, SnapshotSelf,
+	found = table_index_fetch_tuple(cursor->fetch, &tmp, snapshot,
 									cursor->slot, &call_again, &all_dead);
 	ExecClearTuple(cursor->slot);
 	return found;
@@ -218,27 +217,20 @@ merge_close_run(MergeState *state)
 		MergeEntry *entry = lfirst(lc);
 		MergeCursor *cursor = &state->cursors[entry->cursor];
 
-		if (!merge_entry_live(cursor, &entry->tid))
+		if (!merge_entry_live(cursor, &entry->tid, state->snapshot))
 			continue;
 		if (nlive < 2)
 			holders[nlive] = cursor;
-		if (++nlive >= 2 && state->nduplicates > 0)
+		if (++nlive >= 2)
 			break;
 	}
 	if (nlive < 2)
 		return;
 
-	if (state->nduplicates++ == 0)
-	{
-		MemoryContext oldcxt = MemoryContextSwitchTo(GetMemoryChunkContext(state));
-
-		state->first_key = BuildIndexValueDescription(holders[0]->index,
-													  state->runvalues,
-													  state->runisnull);
-		state->first_holders[0] = holders[0]->heap;
-		state->first_holders[1] = holders[1]->heap;
-		MemoryContextSwitchTo(oldcxt);
-	}
+	state->nduplicates++;
+	state->callback(state->callback_arg, holders[0]->index,
+					state->runvalues, state->runisnull,
+					holders[0]->heap, holders[1]->heap);
 }
 
 /* Can two equal-comparing keys conflict?  Not if NULLs are distinct. */
@@ -290,19 +282,41 @@ merge_consume(MergeState *state, int c)
 	MemoryContextSwitchTo(oldcxt);
 }
 
-static void
-merge_report(MergeState *state, Relation topindex, Oid attached)
+/* What gunique_check_tree remembers of the first duplicate. */
+typedef struct CheckFirst
 {
-	const char *key = state->first_key;
-	const char *p1 = RelationGetRelationName(state->first_holders[0]);
-	const char *p2 = RelationGetRelationName(state->first_holders[1]);
-	bool		same = state->first_holders[0] == state->first_holders[1];
+	char	   *key;
+	char	   *holders[2];
+	bool		same;
+} CheckFirst;
+
+static void
+check_remember_first(void *arg, Relation index, Datum *values, bool *isnull,
+					 Relation heap1, Relation heap2)
+{
+	CheckFirst *first = (CheckFirst *) arg;
+
+	if (first->holders[0] != NULL)
+		return;
+	first->key = BuildIndexValueDescription(index, values, isnull);
+	first->holders[0] = pstrdup(RelationGetRelationName(heap1));
+	first->holders[1] = pstrdup(RelationGetRelationName(heap2));
+	first->same = RelationGetRelid(heap1) == RelationGetRelid(heap2);
+}
+
+static void
+check_report(CheckFirst *first, int64 nduplicates, Relation topindex,
+			 Oid attached)
+{
+	Relation	table = table_open(topindex->rd_index->indrelid, AccessShareLock);
 	char	   *where;
 
-	if (same)
-		where = psprintf(_("is duplicated in partition \"%s\""), p1);
+	if (first->same)
+		where = psprintf(_("is duplicated in partition \"%s\""),
+						 first->holders[0]);
 	else
-		where = psprintf(_("is duplicated in partitions \"%s\" and \"%s\""), p1, p2);
+		where = psprintf(_("is duplicated in partitions \"%s\" and \"%s\""),
+						 first->holders[0], first->holders[1]);
 
 	ereport(ERROR,
 			(errcode(ERRCODE_UNIQUE_VIOLATION),
@@ -311,15 +325,14 @@ merge_report(MergeState *state, Relation topindex, Oid attached)
 					get_rel_name(attached), RelationGetRelationName(topindex)) :
 			 errmsg("could not create unique index \"%s\"",
 					RelationGetRelationName(topindex)),
-			 state->nduplicates == 1 ?
-			 (key ? errdetail("Key %s %s.", key, where) :
+			 nduplicates == 1 ?
+			 (first->key ? errdetail("Key %s %s.", first->key, where) :
 			  errdetail("A key %s.", where)) :
-			 (key ? errdetail("Key %s %s; %lld keys are duplicated in all.",
-							  key, where, (long long) state->nduplicates) :
+			 (first->key ? errdetail("Key %s %s; %lld keys are duplicated in all.",
+									 first->key, where, (long long) nduplicates) :
 			  errdetail("A key %s; %lld keys are duplicated in all.",
-						where, (long long) state->nduplicates)),
-			 errtableconstraint(state->first_holders[0],
-								RelationGetRelationName(topindex))));
+						where, (long long) nduplicates)),
+			 errtableconstraint(table, RelationGetRelationName(topindex))));
 }
 
 /*
@@ -348,13 +361,14 @@ merge_progress_start(Relation topindex)
 }
 
 /*
- * Check that no key occurs twice among the live rows of all leaves of the
- * tree under topindex.  Raises a unique violation naming the first
- * duplicate key found and the partitions that hold it; "attached" names the
- * table being attached, if that is why the check runs.
+ * Merge the keys of all leaves of the tree under topindex, calling
+ * "callback" for every key that two or more live rows share.  Each leaf table
+ * is locked in "lockmode".  Rows are live if "snapshot" sees them.  Returns
+ * the number of duplicated keys.
  */
-void
-gunique_check_tree(Oid topindexoid, Oid attached)
+int64
+gunique_merge_tree(Oid topindexoid, LOCKMODE lockmode, Snapshot snapshot,
+				   GuniqueDuplicateCallback callback, void *arg)
 {
 	Relation	topindex = index_open(topindexoid, AccessShareLock);
 	List	   *leaves = gunique_tree_leaves(topindexoid);
@@ -362,18 +376,21 @@ gunique_check_tree(Oid topindexoid, Oid attached)
 	binaryheap *heap;
 	ListCell   *lc;
 	int64		done = 0;
+	int64		nduplicates;
 
 	merge_state_init(state, topindex);
+	state->snapshot = snapshot;
+	state->callback = callback;
+	state->callback_arg = arg;
 	state->ncursors = list_length(leaves);
 	state->cursors = palloc0(sizeof(MergeCursor) * Max(state->ncursors, 1));
 
-	merge_progress_start(topindex);
 	heap = binaryheap_allocate(Max(state->ncursors, 1), merge_heap_cmp, state);
 	foreach(lc, leaves)
 	{
 		int			c = foreach_current_index(lc);
 
-		merge_cursor_open(&state->cursors[c], lfirst(lc));
+		merge_cursor_open(&state->cursors[c], lfirst(lc), lockmode);
 		if (merge_cursor_next(state, &state->cursors[c]))
 			binaryheap_add_unordered(heap, Int32GetDatum(c));
 	}
@@ -398,13 +415,40 @@ gunique_check_tree(Oid topindexoid, Oid attached)
 	if (state->inrun)
 		merge_close_run(state);
 
-	if (state->nduplicates > 0)
-		merge_report(state, topindex, attached);
-
-	pgstat_progress_end_command();
 	for (int c = 0; c < state->ncursors; c++)
 		merge_cursor_close(&state->cursors[c]);
 	binaryheap_free(heap);
 	MemoryContextDelete(state->runcxt);
+	index_close(topindex, NoLock);
+	nduplicates = state->nduplicates;
+	pfree(state->cursors);
+	pfree(state);
+	return nduplicates;
+}
+
+/*
+ * Check that no key occurs twice among the live rows of all leaves of the
+ * tree under topindex, with writers locked out of every leaf.  Raises a
+ * unique violation naming the first duplicate key found and the partitions
+ * that hold it; "attached" names the table being attached, if that is why
+ * the check runs.
+ *
+ * Rows deleted by committed transactions do not count; rows inserted by
+ * this transaction do (SnapshotSelf).  With writers locked out, no other
+ * transaction is in progress on these rows.
+ */
+void
+gunique_check_tree(Oid topindexoid, Oid attached)
+{
+	Relation	topindex = index_open(topindexoid, AccessShareLock);
+	CheckFirst	first = {0};
+	int64		nduplicates;
+
+	merge_progress_start(topindex);
+	nduplicates = gunique_merge_tree(topindexoid, ShareLock, SnapshotSelf,
+									 check_remember_first, &first);
+	if (nduplicates > 0)
+		check_report(&first, nduplicates, topindex, attached);
+	pgstat_progress_end_command();
 	index_close(topindex, NoLock);
 }

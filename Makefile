@@ -10,15 +10,16 @@ OBJS = \
 	src/onconflict.o \
 	src/probe.o \
 	src/scope.o \
-	src/tree.o
+	src/tree.o \
+	src/verify.o
 
-DATA = gunique--1.0.sql
+DATA = gunique--1.0.sql gunique--1.0--1.1.sql
 PGFILEDESC = "gunique - unique indexes across partitions"
 
-REGRESS = opclass plain partitioned onconflict
+REGRESS = opclass plain partitioned onconflict verify
 REGRESS_OPTS = --inputdir=. --outputdir=$(CURDIR)/results-regress
 
-ISOLATION =
+ISOLATION = insert-insert insert-insert-3 insert-delete update-move deadlock copy-update create-vs-insert attach-vs-insert
 ISOLATION_OPTS = --inputdir=. --outputdir=$(CURDIR)/results-isolation
 
 TAP_TESTS = 1

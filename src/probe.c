@@ -3,24 +3,29 @@
  * probe.c
  *	  Insert-time enforcement of uniqueness across partitions.
  *
- * An insert into a leaf of a gunique index tree first inserts into the
- * leaf's own nbtree index, which checks the leaf exactly as a unique btree
- * does, and then probes every other leaf of its group for the same key with
- * a dirty snapshot, as check_exclusion_or_unique_constraint does for
- * exclusion constraints:
+ * nbtree checks a unique index by looking for the key before it inserts,
+ * under a lock on the leaf page where the key goes; if it finds the key
+ * inserted or deleted by a transaction still in progress, it waits for that
+ * transaction with nothing inserted, then looks again.  gunique does the
+ * same across all the leaves of a tree that could hold the key (the leaf's
+ * group, see scope.c), with a dirty snapshot as PostgreSQL's exclusion
+ * constraint check does, and in place of the page lock a short heavyweight
+ * lock on (database, top index, hash of the key):
  *
- * - a live committed match, or one inserted earlier by this transaction, is
- *	 a unique violation;
- * - a match inserted or deleted by a transaction still in progress makes us
- *	 wait for that transaction and probe again, as nbtree does.
+ *	 lock key; look in every leaf of the group, own leaf included;
+ *	 a live committed match, or one inserted by this transaction: violation;
+ *	 a match inserted or deleted by a transaction in progress: unlock, wait
+ *	   for it, start again;
+ *	 nothing: insert into own leaf (nbtree re-checks it); unlock.
  *
- * Two sessions inserting the same key into different leaves would each see
- * the other's uncommitted entry and wait for each other: a deadlock.  So the
- * span "insert into own leaf, probe the others" is serialized per key by a
- * short heavyweight lock on (database, top index, hash of key).  Whoever
- * probes second sees the first one's entry; the key lock is released before
- * waiting for another transaction, so only the second one waits.  Being a
- * heavyweight lock, it takes part in deadlock detection.
+ * Two inserters of equal keys therefore never both insert before looking:
+ * the second to take the key lock sees the first's entry.  An inserter
+ * never has an entry in an index while it waits, so nobody waits on a
+ * waiter, and a definite conflict (this transaction's own row, say) is
+ * reported before any wait: the same outcomes as a single unique btree.
+ * The key lock is a heavyweight lock, so any genuine deadlock (two
+ * transactions each holding a key the other wants) is detected; it is never
+ * held while waiting for another transaction.
  *
  * The relations of the tree are locked (AccessShareLock) before the key
  * lock, once per transaction, by the scope cache.
@@ -48,18 +53,22 @@
 /* Distinguishes gunique's key locks from user advisory locks (1 and 2). */
 #define GUNIQUE_KEYLOCK_FIELD4	0x4755
 
-typedef enum ProbeResult
-{
-	PROBE_CLEAR,				/* no other leaf holds the key */
-	PROBE_RETRY,				/* waited for a transaction, probe again */
-} ProbeResult;
-
 typedef struct ProbeKey
 {
 	int			nkeys;
 	ScanKeyData scankeys[INDEX_MAX_KEYS];
 	LOCKTAG		locktag;
 } ProbeKey;
+
+/* What looking in the leaves found. */
+typedef struct ProbeFinding
+{
+	/* a transaction in progress that inserted or deleted the key */
+	TransactionId xwait;
+	uint32		speculative_token;
+	ItemPointerData tid;
+	Oid			heapoid;
+} ProbeFinding;
 
 static bool
 key_has_distinct_null(GuniqueScope *scope, bool *isnull)
@@ -113,48 +122,54 @@ probe_key_init(ProbeKey *key, GuniqueScope *scope, Datum *values, bool *isnull)
 						 GUNIQUE_KEYLOCK_FIELD4);
 }
 
+/*
+ * A duplicate in the inserter's own partition reads exactly as nbtree's
+ * report; one in another partition names that partition.
+ */
 static void
 report_conflict(Relation index, Relation heap, Relation holder,
 				Datum *values, bool *isnull, IndexUniqueCheck checkUnique)
 {
 	char	   *key_desc = BuildIndexValueDescription(index, values, isnull);
+	bool		elsewhere = RelationGetRelid(holder) != RelationGetRelid(heap);
 
 	ereport(ERROR,
 			(errcode(ERRCODE_UNIQUE_VIOLATION),
 			 errmsg("duplicate key value violates unique constraint \"%s\"",
 					RelationGetRelationName(index)),
+			 !elsewhere ?
+			 (key_desc ? errdetail("Key %s already exists.", key_desc) : 0) :
 			 key_desc ?
 			 errdetail("Key %s already exists in partition \"%s\".",
 					   key_desc, RelationGetRelationName(holder)) :
 			 errdetail("The key already exists in partition \"%s\".",
 					   RelationGetRelationName(holder)),
-			 checkUnique == UNIQUE_CHECK_PARTIAL ?
+			 elsewhere && checkUnique == UNIQUE_CHECK_PARTIAL ?
 			 errhint("INSERT ... ON CONFLICT resolves conflicts within one partition only; this key is held by another partition.") : 0,
 			 errtableconstraint(heap, RelationGetRelationName(index))));
 }
 
 /*
- * Look for the key in one other leaf.  Reports a violation, or waits for an
- * in-progress transaction (releasing the key lock first) and returns
- * PROBE_RETRY.
+ * Look for the key in one leaf.  Reports a violation at once; otherwise
+ * records in *finding the first transaction in progress that holds the key.
  */
-static ProbeResult
-probe_leaf(GuniqueLeaf *leaf, ProbeKey *key, Relation index, Relation heap,
-		   Datum *values, bool *isnull, IndexUniqueCheck checkUnique)
+static void
+probe_leaf(GuniqueLeaf *leaf, ProbeKey *key, ProbeFinding *finding,
+		   Relation index, Relation heap, Datum *values, bool *isnull,
+		   IndexUniqueCheck checkUnique)
 {
 	Relation	sheap = table_open(leaf->heapoid, NoLock);
 	Relation	sindex = index_open(leaf->indexoid, NoLock);
 	SnapshotData DirtySnapshot;
 	IndexScanDesc scan;
 	TupleTableSlot *slot;
-	ProbeResult result = PROBE_CLEAR;
 
 	InitDirtySnapshot(DirtySnapshot);
 	slot = table_slot_create(sheap, NULL);
 	scan = gunique_index_beginscan(sheap, sindex, &DirtySnapshot, key->nkeys);
 	index_rescan(scan, key->scankeys, key->nkeys, NULL, 0);
 
-	if (index_getnext_slot(scan, ForwardScanDirection, slot))
+	while (index_getnext_slot(scan, ForwardScanDirection, slot))
 	{
 		TransactionId xwait = TransactionIdIsValid(DirtySnapshot.xmin) ?
 			DirtySnapshot.xmin : DirtySnapshot.xmax;
@@ -162,57 +177,61 @@ probe_leaf(GuniqueLeaf *leaf, ProbeKey *key, Relation index, Relation heap,
 		if (!TransactionIdIsValid(xwait))
 			report_conflict(index, heap, sheap, values, isnull, checkUnique);
 
-		/* Never wait while holding the key lock: others queue on it. */
-		index_endscan(scan);
-		scan = NULL;
-		LockRelease(&key->locktag, ExclusiveLock, false);
-		if (DirtySnapshot.speculativeToken)
-			SpeculativeInsertionWait(DirtySnapshot.xmin,
-									 DirtySnapshot.speculativeToken);
-		else
-			XactLockTableWait(xwait, sheap, &slot->tts_tid, XLTW_InsertIndex);
-		result = PROBE_RETRY;
+		if (!TransactionIdIsValid(finding->xwait))
+		{
+			finding->xwait = xwait;
+			finding->speculative_token = DirtySnapshot.speculativeToken;
+			finding->tid = slot->tts_tid;
+			finding->heapoid = leaf->heapoid;
+		}
 	}
 
-	if (scan != NULL)
-		index_endscan(scan);
+	index_endscan(scan);
 	ExecDropSingleTupleTableSlot(slot);
 	index_close(sindex, NoLock);
 	table_close(sheap, NoLock);
-	return result;
 }
 
 /*
- * Probe every other leaf of this leaf's group; returns false if it waited
- * and the caller must take the key lock and probe again.
+ * Look for the key in every leaf of the index's group (its own leaf too,
+ * unless "skip_self").  Reports a violation; returns what it found in
+ * progress, if anything.
  */
-static bool
-probe_group(ProbeKey *key, Relation index, Relation heap,
-			Datum *values, bool *isnull, IndexUniqueCheck checkUnique)
+static void
+probe_group(ProbeKey *key, ProbeFinding *finding, bool skip_self,
+			Relation index, Relation heap, Datum *values, bool *isnull,
+			IndexUniqueCheck checkUnique)
 {
 	Oid			self = RelationGetRelid(index);
 	Oid			group;
 	GuniqueScope *scope = gunique_scope_for_leaf(index, &group, true);
-	int			nsiblings = 0;
-	GuniqueLeaf *siblings;
 
-	/* Copy: waiting may flush the cache under us. */
-	siblings = palloc(sizeof(GuniqueLeaf) * scope->nleaves);
+	memset(finding, 0, sizeof(ProbeFinding));
 	for (int i = 0; i < scope->nleaves; i++)
-		if (scope->leaves[i].group == group && scope->leaves[i].indexoid != self)
-			siblings[nsiblings++] = scope->leaves[i];
-
-	for (int i = 0; i < nsiblings; i++)
 	{
-		if (probe_leaf(&siblings[i], key, index, heap, values, isnull,
-					   checkUnique) == PROBE_RETRY)
-		{
-			pfree(siblings);
-			return false;
-		}
+		GuniqueLeaf leaf = scope->leaves[i];
+
+		if (leaf.group != group || (skip_self && leaf.indexoid == self))
+			continue;
+		probe_leaf(&leaf, key, finding, index, heap, values, isnull,
+				   checkUnique);
 	}
-	pfree(siblings);
-	return true;
+}
+
+/* Wait for the transaction that holds the key, as nbtree would. */
+static void
+probe_wait(ProbeFinding *finding)
+{
+	Relation	holder;
+
+	if (finding->speculative_token != 0)
+	{
+		SpeculativeInsertionWait(finding->xwait, finding->speculative_token);
+		return;
+	}
+	holder = table_open(finding->heapoid, NoLock);
+	XactLockTableWait(finding->xwait, holder, &finding->tid, XLTW_InsertIndex);
+	table_close(holder, NoLock);
 }
 
 /*
@@ -239,8 +258,8 @@ gunique_probe_insert(Relation index, Datum *values, bool *isnull,
 	bool		result;
 
 	if (checkUnique == UNIQUE_CHECK_NO || !index->rd_rel->relispartition)
-		return gunique_btinsert(index, values, isnull, heap_tid, heap, checkUnique,
-						indexUnchanged, indexInfo);
+		return gunique_btinsert(index, values, isnull, heap_tid, heap,
+								checkUnique, indexUnchanged, indexInfo);
 
 	if (checkUnique == UNIQUE_CHECK_EXISTING)
 		elog(ERROR, "gunique index \"%s\" cannot be rechecked as deferred",
@@ -249,30 +268,35 @@ gunique_probe_insert(Relation index, Datum *values, bool *isnull,
 	scope = gunique_scope_for_leaf(index, &group, false);
 	if (key_has_distinct_null(scope, isnull) ||
 		!leaf_has_siblings(scope, RelationGetRelid(index), group))
-		return gunique_btinsert(index, values, isnull, heap_tid, heap, checkUnique,
-						indexUnchanged, indexInfo);
+		return gunique_btinsert(index, values, isnull, heap_tid, heap,
+								checkUnique, indexUnchanged, indexInfo);
 
 	/* Lock the tree's relations before the key lock, never after. */
 	scope = gunique_scope_for_leaf(index, &group, true);
 	probe_key_init(&key, scope, values, isnull);
 
-	(void) LockAcquire(&key.locktag, ExclusiveLock, false, false);
-	result = gunique_btinsert(index, values, isnull, heap_tid, heap, checkUnique,
-					  indexUnchanged, indexInfo);
-
-	/*
-	 * A speculative insertion that conflicts within its own partition goes
-	 * back to the executor, which resolves it as ON CONFLICT says.
-	 */
-	if (checkUnique == UNIQUE_CHECK_PARTIAL && !result)
+	for (;;)
 	{
-		LockRelease(&key.locktag, ExclusiveLock, false);
-		return false;
-	}
+		ProbeFinding finding;
 
-	while (!probe_group(&key, index, heap, values, isnull, checkUnique))
 		(void) LockAcquire(&key.locktag, ExclusiveLock, false, false);
 
+		/*
+		 * A speculative insertion (ON CONFLICT) leaves conflicts within its
+		 * own partition to nbtree and the executor, which arbitrate them.
+		 */
+		probe_group(&key, &finding, checkUnique == UNIQUE_CHECK_PARTIAL,
+					index, heap, values, isnull, checkUnique);
+		if (!TransactionIdIsValid(finding.xwait))
+			break;
+
+		LockRelease(&key.locktag, ExclusiveLock, false);
+		probe_wait(&finding);
+	}
+
+	/* Nobody else holds the key: insert, and let others see it. */
+	result = gunique_btinsert(index, values, isnull, heap_tid, heap,
+							  checkUnique, indexUnchanged, indexInfo);
 	LockRelease(&key.locktag, ExclusiveLock, false);
 	return result;
 }

@@ -19,7 +19,7 @@ PGFILEDESC = "gunique - unique indexes across partitions"
 REGRESS = opclass plain partitioned onconflict lifecycle verify
 REGRESS_OPTS = --inputdir=. --outputdir=$(CURDIR)/results-regress
 
-ISOLATION = insert-insert insert-insert-3 insert-delete update-move deadlock copy-update create-vs-insert attach-vs-insert
+ISOLATION = insert-insert insert-insert-3 insert-delete update-move deadlock copy-update create-vs-insert attach-vs-insert waiters
 ISOLATION_OPTS = --inputdir=. --outputdir=$(CURDIR)/results-isolation
 
 TAP_TESTS = 1

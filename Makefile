@@ -16,7 +16,7 @@ OBJS = \
 DATA = gunique--1.0.sql gunique--1.0--1.1.sql
 PGFILEDESC = "gunique - unique indexes across partitions"
 
-REGRESS = opclass plain partitioned onconflict lifecycle verify
+REGRESS = opclass plain partitioned onconflict foreignkey lifecycle verify
 REGRESS_OPTS = --inputdir=. --outputdir=$(CURDIR)/results-regress
 
 ISOLATION = insert-insert insert-insert-3 insert-delete update-move deadlock copy-update create-vs-insert attach-vs-insert waiters

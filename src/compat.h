@@ -25,6 +25,14 @@
 #endif
 
 /*
+ * Before PostgreSQL 18, ATAddForeignKeyConstraint raises an internal error
+ * when the unique index it picked for the referenced columns is not btree.
+ */
+#if PG_VERSION_NUM < 180000
+#define GUNIQUE_NO_FOREIGN_KEYS 1
+#endif
+
+/*
  * PostgreSQL 17 added amcanbuildparallel.  Its parallel build workers open
  * the index themselves and sort through PrepareSortSupportFromIndexRel(),
  * which before 18 refuses any relation whose relam is not btree (see

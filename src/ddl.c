@@ -91,6 +91,69 @@ gunique_ddl_nonunique_build_allowed(void)
 }
 
 static void
+call_standard_hooks(UtilityCall *call)
+{
+	if (prev_ProcessUtility)
+		prev_ProcessUtility(call->pstmt, call->queryString,
+							call->readOnlyTree, call->context,
+							call->params, call->queryEnv, call->dest,
+							call->qc);
+	else
+		standard_ProcessUtility(call->pstmt, call->queryString,
+								call->readOnlyTree, call->context,
+								call->params, call->queryEnv, call->dest,
+								call->qc);
+}
+
+#ifdef GUNIQUE_NO_FOREIGN_KEYS
+
+/*
+ * Before PostgreSQL 18, ATAddForeignKeyConstraint picks a unique index for
+ * the referenced columns and, if it is not btree, raises an internal error.
+ * Nothing runs between the choice and the error, so turn that error into
+ * one that says what is wrong and what to do.
+ */
+static void
+call_standard_fk_error(UtilityCall *call)
+{
+	MemoryContext oldcxt = CurrentMemoryContext;
+
+	PG_TRY();
+	{
+		call_standard_hooks(call);
+	}
+	PG_CATCH();
+	{
+		ErrorData  *edata;
+
+		MemoryContextSwitchTo(oldcxt);
+		edata = CopyErrorData();
+		if (edata->sqlerrcode != ERRCODE_INTERNAL_ERROR ||
+			strcmp(edata->message,
+				   "only b-tree indexes are supported for foreign keys") != 0)
+			PG_RE_THROW();
+		FlushErrorState();
+		ereport(ERROR,
+				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+				 errmsg("a foreign key cannot reference columns whose unique index is a gunique index before PostgreSQL 18"),
+				 errdetail("This server enforces foreign keys only through btree indexes, and the first unique index it found on the referenced columns uses gunique."),
+				 errhint("PostgreSQL 18 can enforce foreign keys through gunique indexes.")));
+	}
+	PG_END_TRY();
+}
+#endif
+
+static void
+run_standard(UtilityCall *call)
+{
+#ifdef GUNIQUE_NO_FOREIGN_KEYS
+	call_standard_fk_error(call);
+#else
+	call_standard_hooks(call);
+#endif
+}
+
+static void
 call_standard(UtilityCall *call, bool allow_nonunique)
 {
 	bool		saved = nonunique_build_allowed;
@@ -98,16 +161,7 @@ call_standard(UtilityCall *call, bool allow_nonunique)
 	nonunique_build_allowed = allow_nonunique;
 	PG_TRY();
 	{
-		if (prev_ProcessUtility)
-			prev_ProcessUtility(call->pstmt, call->queryString,
-								call->readOnlyTree, call->context,
-								call->params, call->queryEnv, call->dest,
-								call->qc);
-		else
-			standard_ProcessUtility(call->pstmt, call->queryString,
-									call->readOnlyTree, call->context,
-									call->params, call->queryEnv, call->dest,
-									call->qc);
+		run_standard(call);
 	}
 	PG_FINALLY();
 	{

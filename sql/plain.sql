@@ -2,11 +2,12 @@
 -- plain: a gunique index on a non-partitioned table behaves exactly like a
 -- unique btree index.
 --
--- ON CONFLICT is not covered here.  Build progress phase names
--- (pg_stat_progress_create_index, from nbtree's btbuildphasename) cannot
--- be observed from a single regression session; the TAP suite covers them.
+-- ON CONFLICT (onconflict.sql) and the build phase names reported in
+-- pg_stat_progress_create_index (partitioned.sql) are covered elsewhere.
 --
+SET client_min_messages = warning;
 CREATE EXTENSION IF NOT EXISTS gunique;
+RESET client_min_messages;
 
 CREATE SCHEMA gu_plain;
 SET search_path = gu_plain, public;

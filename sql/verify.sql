@@ -57,6 +57,18 @@ RESET ROLE;
 REVOKE USAGE ON SCHEMA gv FROM gunique_verify_nobody;
 DROP ROLE gunique_verify_nobody;
 
--- DROP EXTENSION needs CASCADE while gunique indexes exist
+-- DROP EXTENSION needs CASCADE while gunique indexes exist; CASCADE drops
+-- the indexes (and only them), and the extension can come back
 DROP EXTENSION gunique;
+SET client_min_messages = warning;
+DROP EXTENSION gunique CASCADE;
+RESET client_min_messages;
+SELECT count(*) AS gunique_indexes FROM pg_class c JOIN pg_am a ON a.oid = c.relam
+WHERE a.amname = 'gunique';
+SELECT count(*) AS rows_kept FROM t;
+SELECT count(*) AS event_triggers FROM pg_event_trigger WHERE evtname = 'gunique_ddl_guard';
+CREATE EXTENSION gunique SCHEMA public;
+CREATE UNIQUE INDEX t_b ON t USING gunique (b);
+INSERT INTO t VALUES (1, 19);
+SELECT * FROM gunique_verify('t_b');
 DROP SCHEMA gv CASCADE;

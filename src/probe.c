@@ -235,11 +235,27 @@ probe_wait(ProbeFinding *finding)
 }
 
 /*
- * Does this leaf share its group with any other leaf?
+ * Can another leaf hold this key?  Not if the index is not part of a tree,
+ * if a NULL makes the key distinct, or if the leaf is alone in its group
+ * (the partition key is determined by the index key); then nbtree's own
+ * check of the leaf is complete.
  */
 static bool
-leaf_has_siblings(GuniqueScope *scope, Oid self, Oid group)
+probe_needed(Relation index, bool *isnull, IndexUniqueCheck checkUnique)
 {
+	Oid			self = RelationGetRelid(index);
+	Oid			group;
+	GuniqueScope *scope;
+
+	if (checkUnique == UNIQUE_CHECK_NO || !index->rd_rel->relispartition)
+		return false;
+	if (checkUnique == UNIQUE_CHECK_EXISTING)
+		elog(ERROR, "gunique index \"%s\" cannot be rechecked as deferred",
+			 RelationGetRelationName(index));
+
+	scope = gunique_scope_for_leaf(index, &group, false);
+	if (key_has_distinct_null(scope, isnull))
+		return false;
 	for (int i = 0; i < scope->nleaves; i++)
 		if (scope->leaves[i].group == group && scope->leaves[i].indexoid != self)
 			return true;
@@ -257,17 +273,7 @@ gunique_probe_insert(Relation index, Datum *values, bool *isnull,
 	ProbeKey	key;
 	bool		result;
 
-	if (checkUnique == UNIQUE_CHECK_NO || !index->rd_rel->relispartition)
-		return gunique_btinsert(index, values, isnull, heap_tid, heap,
-								checkUnique, indexUnchanged, indexInfo);
-
-	if (checkUnique == UNIQUE_CHECK_EXISTING)
-		elog(ERROR, "gunique index \"%s\" cannot be rechecked as deferred",
-			 RelationGetRelationName(index));
-
-	scope = gunique_scope_for_leaf(index, &group, false);
-	if (key_has_distinct_null(scope, isnull) ||
-		!leaf_has_siblings(scope, RelationGetRelid(index), group))
+	if (!probe_needed(index, isnull, checkUnique))
 		return gunique_btinsert(index, values, isnull, heap_tid, heap,
 								checkUnique, indexUnchanged, indexInfo);
 

@@ -24,6 +24,8 @@ ISOLATION_OPTS = --inputdir=. --outputdir=$(CURDIR)/results-isolation
 
 TAP_TESTS = 1
 
+EXTRA_CLEAN = results-regress results-isolation
+
 PG_CPPFLAGS = -I$(srcdir)/src
 
 PG_CONFIG ?= pg_config

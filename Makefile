@@ -9,6 +9,7 @@ OBJS = \
 	src/merge.o \
 	src/onconflict.o \
 	src/probe.o \
+	src/probescan.o \
 	src/scope.o \
 	src/tree.o \
 	src/verify.o
@@ -16,7 +17,7 @@ OBJS = \
 DATA = gunique--1.0.sql gunique--1.0--1.1.sql
 PGFILEDESC = "gunique - unique indexes across partitions"
 
-REGRESS = opclass plain partitioned onconflict foreignkey lifecycle verify
+REGRESS = opclass plain partitioned probescan onconflict foreignkey lifecycle verify
 REGRESS_OPTS = --inputdir=. --outputdir=$(CURDIR)/results-regress
 
 ISOLATION = insert-insert insert-insert-3 insert-delete update-move deadlock copy-update create-vs-insert attach-vs-insert waiters detach-vs-insert reindex-vs-insert

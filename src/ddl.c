@@ -47,6 +47,7 @@
 #include "ddl.h"
 #include "gunique.h"
 #include "merge.h"
+#include "probescan.h"
 #include "scope.h"
 #include "tree.h"
 
@@ -428,6 +429,9 @@ gunique_ProcessUtility(PlannedStmt *pstmt, const char *queryString,
 	Node	   *parsetree = pstmt->utilityStmt;
 	UtilityCall call = {pstmt, queryString, readOnlyTree, context, params,
 	queryEnv, dest, qc};
+
+	/* A statement that follows a COPY may drop what its probes opened. */
+	gunique_probescan_release_all();
 
 	if (IsA(parsetree, IndexStmt) &&
 		index_stmt_is_gunique((IndexStmt *) parsetree))

@@ -21,6 +21,7 @@
 #include "ddl.h"
 #include "gunique.h"
 #include "onconflict.h"
+#include "probescan.h"
 #include "scope.h"
 
 GUNIQUE_MODULE_MAGIC;
@@ -39,6 +40,7 @@ _PG_init(void)
 	gunique_ddl_init();
 	gunique_scope_init();
 	gunique_onconflict_init();
+	gunique_probescan_init();
 }
 
 /*

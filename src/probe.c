@@ -48,6 +48,7 @@
 #include "compat.h"
 #include "handler.h"
 #include "probe.h"
+#include "probescan.h"
 #include "scope.h"
 
 /* Distinguishes gunique's key locks from user advisory locks (1 and 2). */
@@ -150,46 +151,39 @@ report_conflict(Relation index, Relation heap, Relation holder,
 }
 
 /*
- * Look for the key in one leaf.  Reports a violation at once; otherwise
- * records in *finding the first transaction in progress that holds the key.
+ * Look for the key in one leaf, through the statement's open scan of it.
+ * Returns the leaf's table if it holds the key live or inserted by this
+ * transaction (a violation); otherwise records in *finding the first
+ * transaction in progress that holds the key.
  */
-static void
-probe_leaf(GuniqueLeaf *leaf, ProbeKey *key, ProbeFinding *finding,
-		   Relation index, Relation heap, Datum *values, bool *isnull,
-		   IndexUniqueCheck checkUnique)
+static Oid
+probe_leaf(GuniqueLeaf *leaf, ProbeKey *key, ProbeFinding *finding)
 {
-	Relation	sheap = table_open(leaf->heapoid, NoLock);
-	Relation	sindex = index_open(leaf->indexoid, NoLock);
-	SnapshotData DirtySnapshot;
-	IndexScanDesc scan;
-	TupleTableSlot *slot;
+	ProbeScan  *ps = gunique_probescan_get(leaf->heapoid, leaf->indexoid,
+										   key->nkeys);
+	Oid			conflict = InvalidOid;
 
-	InitDirtySnapshot(DirtySnapshot);
-	slot = table_slot_create(sheap, NULL);
-	scan = gunique_index_beginscan(sheap, sindex, &DirtySnapshot, key->nkeys);
-	index_rescan(scan, key->scankeys, key->nkeys, NULL, 0);
-
-	while (index_getnext_slot(scan, ForwardScanDirection, slot))
+	index_rescan(ps->scan, key->scankeys, key->nkeys, NULL, 0);
+	while (index_getnext_slot(ps->scan, ForwardScanDirection, ps->slot))
 	{
-		TransactionId xwait = TransactionIdIsValid(DirtySnapshot.xmin) ?
-			DirtySnapshot.xmin : DirtySnapshot.xmax;
+		TransactionId xwait = TransactionIdIsValid(ps->dirty.xmin) ?
+			ps->dirty.xmin : ps->dirty.xmax;
 
 		if (!TransactionIdIsValid(xwait))
-			report_conflict(index, heap, sheap, values, isnull, checkUnique);
-
+		{
+			conflict = leaf->heapoid;
+			break;
+		}
 		if (!TransactionIdIsValid(finding->xwait))
 		{
 			finding->xwait = xwait;
-			finding->speculative_token = DirtySnapshot.speculativeToken;
-			finding->tid = slot->tts_tid;
+			finding->speculative_token = ps->dirty.speculativeToken;
+			finding->tid = ps->slot->tts_tid;
 			finding->heapoid = leaf->heapoid;
 		}
 	}
-
-	index_endscan(scan);
-	ExecDropSingleTupleTableSlot(slot);
-	index_close(sindex, NoLock);
-	table_close(sheap, NoLock);
+	gunique_probescan_done(ps);
+	return conflict;
 }
 
 /*
@@ -205,16 +199,36 @@ probe_group(ProbeKey *key, ProbeFinding *finding, bool skip_self,
 	Oid			self = RelationGetRelid(index);
 	Oid			group;
 	GuniqueScope *scope = gunique_scope_for_leaf(index, &group, true);
+	Oid			conflict = InvalidOid;
+	int			nleaves = 0;
+	GuniqueLeaf *leaves;
+	ProbeScanContext cxt;
 
-	memset(finding, 0, sizeof(ProbeFinding));
+	/*
+	 * Opening a leaf for the first time in the statement may process
+	 * invalidations, which can flush the scope cache: work from a copy.
+	 */
+	leaves = palloc(sizeof(GuniqueLeaf) * scope->nleaves);
 	for (int i = 0; i < scope->nleaves; i++)
 	{
-		GuniqueLeaf leaf = scope->leaves[i];
-
-		if (leaf.group != group || (skip_self && leaf.indexoid == self))
+		if (scope->leaves[i].group != group ||
+			(skip_self && scope->leaves[i].indexoid == self))
 			continue;
-		probe_leaf(&leaf, key, finding, index, heap, values, isnull,
-				   checkUnique);
+		leaves[nleaves++] = scope->leaves[i];
+	}
+
+	memset(finding, 0, sizeof(ProbeFinding));
+	gunique_probescan_enter(&cxt);
+	for (int i = 0; i < nleaves && !OidIsValid(conflict); i++)
+		conflict = probe_leaf(&leaves[i], key, finding);
+	gunique_probescan_leave(&cxt);
+	pfree(leaves);
+
+	if (OidIsValid(conflict))
+	{
+		Relation	holder = table_open(conflict, NoLock);
+
+		report_conflict(index, heap, holder, values, isnull, checkUnique);
 	}
 }
 

@@ -1,0 +1,76 @@
+--
+-- The probe keeps its scans of sibling partitions open for a statement.
+-- Whatever ends a statement or a (sub)transaction must release them: the
+-- next statement may drop or detach a partition the probe had open, and a
+-- probe interrupted by an error must leave nothing pinned or half-made.
+--
+SET client_min_messages = warning;
+CREATE EXTENSION IF NOT EXISTS gunique;
+RESET client_min_messages;
+CREATE SCHEMA gps;
+SET search_path = gps, public;
+
+CREATE TABLE t (a int, b int) PARTITION BY RANGE (a);
+CREATE TABLE t1 PARTITION OF t FOR VALUES FROM (0) TO (100);
+CREATE TABLE t2 PARTITION OF t FOR VALUES FROM (100) TO (200);
+CREATE TABLE t3 PARTITION OF t FOR VALUES FROM (200) TO (300);
+CREATE UNIQUE INDEX t_b_key ON t USING gunique (b);
+INSERT INTO t SELECT g, g FROM generate_series(0, 299, 3) g;
+
+-- INSERT, then DROP and DETACH in the same transaction.
+BEGIN;
+INSERT INTO t VALUES (1, 1001), (101, 1002), (201, 1003);
+DROP TABLE t3;
+ALTER TABLE t DETACH PARTITION t2;
+INSERT INTO t VALUES (2, 102);	-- t2 is no longer a partition
+ROLLBACK;
+
+-- COPY, then DETACH and DROP in the same transaction.
+BEGIN;
+COPY t FROM stdin;
+2	2002
+102	2003
+\.
+ALTER TABLE t DETACH PARTITION t3;
+DROP TABLE t3;
+COPY t FROM stdin;
+3	201
+\.
+SELECT tableoid::regclass, * FROM t WHERE b = 201;
+ROLLBACK;
+
+-- A conflict found by a probe, rolled back to a savepoint; the probe goes on.
+BEGIN;
+SAVEPOINT s;
+INSERT INTO t VALUES (1, 1), (2, 102);
+ROLLBACK TO SAVEPOINT s;
+INSERT INTO t VALUES (4, 3003), (104, 3004);
+INSERT INTO t VALUES (5, 3004);
+ROLLBACK;
+
+-- Conflicts caught by PL/pgSQL, inside the statement that runs the probes.
+CREATE FUNCTION try_insert(a int, b int) RETURNS text LANGUAGE plpgsql AS $$
+BEGIN
+	INSERT INTO gps.t VALUES (a, b);
+	RETURN 'inserted';
+EXCEPTION WHEN unique_violation THEN
+	RETURN 'duplicate';
+END $$;
+SELECT g, try_insert(g, CASE WHEN g % 2 = 0 THEN g * 3 ELSE 5000 + g END)
+FROM generate_series(1, 8) g;
+SELECT count(*), count(DISTINCT b) FROM t;
+
+-- Probes inside a trigger of another table's INSERT, whose own statement
+-- ends in the middle of the outer one.
+CREATE TABLE log (b int);
+CREATE FUNCTION log_to_t() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+	INSERT INTO gps.t VALUES (NEW.b % 100, NEW.b);
+	RETURN NEW;
+END $$;
+CREATE TRIGGER log_to_t AFTER INSERT ON log FOR EACH ROW EXECUTE FUNCTION log_to_t();
+INSERT INTO log SELECT 6000 + g FROM generate_series(1, 50) g;
+INSERT INTO log VALUES (7001), (102);
+SELECT count(*), count(DISTINCT b) FROM t;
+
+DROP SCHEMA gps CASCADE;

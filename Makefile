@@ -6,21 +6,24 @@ OBJS = \
 	src/gunique.o \
 	src/ddl.o \
 	src/handler.o \
+	src/keylock.o \
 	src/merge.o \
 	src/onconflict.o \
 	src/probe.o \
 	src/probescan.o \
 	src/scope.o \
+	src/stats.o \
+	src/summary.o \
 	src/tree.o \
 	src/verify.o
 
-DATA = gunique--1.0.sql gunique--1.0--1.1.sql
+DATA = gunique--1.0.sql gunique--1.0--1.1.sql gunique--1.1--1.2.sql
 PGFILEDESC = "gunique - unique indexes across partitions"
 
-REGRESS = opclass plain partitioned probescan onconflict foreignkey lifecycle verify
+REGRESS = opclass plain partitioned probescan summary onconflict foreignkey lifecycle verify
 REGRESS_OPTS = --inputdir=. --outputdir=$(CURDIR)/results-regress
 
-ISOLATION = insert-insert insert-insert-3 insert-delete update-move deadlock copy-update create-vs-insert attach-vs-insert waiters detach-vs-insert reindex-vs-insert
+ISOLATION = insert-insert insert-insert-3 summary-race insert-delete update-move deadlock copy-update create-vs-insert attach-vs-insert waiters detach-vs-insert reindex-vs-insert
 ISOLATION_OPTS = --inputdir=. --outputdir=$(CURDIR)/results-isolation
 
 TAP_TESTS = 1

@@ -10,7 +10,14 @@ SELECT extversion FROM pg_extension WHERE extname = 'gunique';
 SELECT count(*) FROM pg_proc WHERE proname = 'gunique_verify';
 ALTER EXTENSION gunique UPDATE;
 SELECT extversion FROM pg_extension WHERE extname = 'gunique';
-\dx+ gunique
+-- the members of the extension (types are left out: psql 15 hides a view's
+-- row type, later versions list it)
+SELECT pg_describe_object(classid, objid, 0) AS object
+  FROM pg_depend
+ WHERE refclassid = 'pg_extension'::regclass AND deptype = 'e'
+   AND refobjid = (SELECT oid FROM pg_extension WHERE extname = 'gunique')
+   AND classid <> 'pg_type'::regclass
+ ORDER BY pg_describe_object(classid, objid, 0) COLLATE "C";
 
 CREATE SCHEMA gv;
 SET search_path = gv, public;

@@ -16,25 +16,67 @@
 
 #include "fmgr.h"
 #include "miscadmin.h"
+#include "storage/ipc.h"
+#include "utils/guc.h"
 
 #include "compat.h"
 #include "ddl.h"
 #include "gunique.h"
+#include "keylock.h"
 #include "onconflict.h"
 #include "probescan.h"
 #include "scope.h"
+#include "stats.h"
+#include "summary.h"
 
 GUNIQUE_MODULE_MAGIC;
 
 bool		gunique_preloaded = false;
 
+static shmem_request_hook_type prev_shmem_request_hook = NULL;
+static shmem_startup_hook_type prev_shmem_startup_hook = NULL;
+
 void		_PG_init(void);
+
+static void
+gunique_shmem_request(void)
+{
+	if (prev_shmem_request_hook)
+		prev_shmem_request_hook();
+	gunique_keylock_shmem_request();
+	gunique_summary_shmem_request();
+	gunique_stats_shmem_request();
+}
+
+static void
+gunique_shmem_startup(void)
+{
+	if (prev_shmem_startup_hook)
+		prev_shmem_startup_hook();
+	gunique_keylock_shmem_startup();
+	gunique_summary_shmem_startup();
+	gunique_stats_shmem_startup();
+}
 
 void
 _PG_init(void)
 {
 	if (!process_shared_preload_libraries_in_progress)
 		return;
+
+	DefineCustomIntVariable("gunique.max_summaries",
+							"Sets the number of leaf indexes whose key range gunique keeps in shared memory.",
+							"A probe skips a partition whose key range cannot hold the key; leaves beyond this number are always probed.",
+							&gunique_max_summaries,
+							16384, 0, INT_MAX / 2,
+							PGC_POSTMASTER, 0,
+							NULL, NULL, NULL);
+	MarkGUCPrefixReserved("gunique");
+
+	prev_shmem_request_hook = shmem_request_hook;
+	shmem_request_hook = gunique_shmem_request;
+	prev_shmem_startup_hook = shmem_startup_hook;
+	shmem_startup_hook = gunique_shmem_startup;
 
 	gunique_preloaded = true;
 	gunique_ddl_init();

@@ -37,6 +37,7 @@
 #include "handler.h"
 #include "merge.h"
 #include "probe.h"
+#include "summary.h"
 
 PG_FUNCTION_INFO_V1(gunique_handler);
 
@@ -136,6 +137,7 @@ gunique_build(Relation heap, Relation index, IndexInfo *indexInfo)
 	IndexBuildResult *volatile result = NULL;
 
 	gunique_check_build(index, indexInfo);
+	gunique_summary_reset(index);
 
 	GUNIQUE_AS_BTREE(index, result = btbuild(heap, index, indexInfo));
 	return result;

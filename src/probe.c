@@ -9,23 +9,27 @@
  * transaction with nothing inserted, then looks again.  gunique does the
  * same across all the leaves of a tree that could hold the key (the leaf's
  * group, see scope.c), with a dirty snapshot as PostgreSQL's exclusion
- * constraint check does, and in place of the page lock a short heavyweight
- * lock on (database, top index, hash of the key):
+ * constraint check does, and in place of the page lock a key lock
+ * (keylock.c):
  *
- *	 lock key; look in every leaf of the group, own leaf included;
- *	 a live committed match, or one inserted by this transaction: violation;
+ *	 open the group's leaves (once per statement, probescan.c);
+ *	 lock key; widen own leaf's key-range summary (summary.c);
+ *	 look in every leaf of the group, own leaf included, whose summary does
+ *	   not rule the key out;
+ *	 a live committed match, or one inserted by this transaction: unlock,
+ *	   violation;
  *	 a match inserted or deleted by a transaction in progress: unlock, wait
  *	   for it, start again;
  *	 nothing: insert into own leaf (nbtree re-checks it); unlock.
  *
  * Two inserters of equal keys therefore never both insert before looking:
- * the second to take the key lock sees the first's entry.  An inserter
- * never has an entry in an index while it waits, so nobody waits on a
- * waiter, and a definite conflict (this transaction's own row, say) is
+ * the second to take the key lock sees the first's summary and entry.  An
+ * inserter never has an entry in an index while it waits, so nobody waits
+ * on a waiter, and a definite conflict (this transaction's own row, say) is
  * reported before any wait: the same outcomes as a single unique btree.
- * The key lock is a heavyweight lock, so any genuine deadlock (two
- * transactions each holding a key the other wants) is detected; it is never
- * held while waiting for another transaction.
+ * The key lock is never held while waiting for a transaction, so every
+ * wait between inserters is a transaction wait, and a genuine deadlock (two
+ * transactions each holding a key the other wants) is detected.
  *
  * The relations of the tree are locked (AccessShareLock) before the key
  * lock, once per transaction, by the scope cache.
@@ -47,18 +51,18 @@
 
 #include "compat.h"
 #include "handler.h"
+#include "keylock.h"
 #include "probe.h"
 #include "probescan.h"
 #include "scope.h"
-
-/* Distinguishes gunique's key locks from user advisory locks (1 and 2). */
-#define GUNIQUE_KEYLOCK_FIELD4	0x4755
+#include "stats.h"
+#include "summary.h"
 
 typedef struct ProbeKey
 {
 	int			nkeys;
 	ScanKeyData scankeys[INDEX_MAX_KEYS];
-	LOCKTAG		locktag;
+	uint32		hash;			/* picks the key lock */
 } ProbeKey;
 
 /* What looking in the leaves found. */
@@ -118,9 +122,7 @@ probe_key_init(ProbeKey *key, GuniqueScope *scope, Datum *values, bool *isnull)
 								   scope->collation[i], scope->eqproc[i],
 								   values[i]);
 	}
-	SET_LOCKTAG_ADVISORY(key->locktag, MyDatabaseId, scope->topindex,
-						 key_hash(scope, values, isnull),
-						 GUNIQUE_KEYLOCK_FIELD4);
+	key->hash = key_hash(scope, values, isnull);
 }
 
 /*
@@ -157,10 +159,8 @@ report_conflict(Relation index, Relation heap, Relation holder,
  * transaction in progress that holds the key.
  */
 static Oid
-probe_leaf(GuniqueLeaf *leaf, ProbeKey *key, ProbeFinding *finding)
+probe_leaf(ProbeScan *ps, ProbeKey *key, ProbeFinding *finding)
 {
-	ProbeScan  *ps = gunique_probescan_get(leaf->heapoid, leaf->indexoid,
-										   key->nkeys);
 	Oid			conflict = InvalidOid;
 
 	index_rescan(ps->scan, key->scankeys, key->nkeys, NULL, 0);
@@ -171,7 +171,7 @@ probe_leaf(GuniqueLeaf *leaf, ProbeKey *key, ProbeFinding *finding)
 
 		if (!TransactionIdIsValid(xwait))
 		{
-			conflict = leaf->heapoid;
+			conflict = RelationGetRelid(ps->heap);
 			break;
 		}
 		if (!TransactionIdIsValid(finding->xwait))
@@ -179,7 +179,7 @@ probe_leaf(GuniqueLeaf *leaf, ProbeKey *key, ProbeFinding *finding)
 			finding->xwait = xwait;
 			finding->speculative_token = ps->dirty.speculativeToken;
 			finding->tid = ps->slot->tts_tid;
-			finding->heapoid = leaf->heapoid;
+			finding->heapoid = RelationGetRelid(ps->heap);
 		}
 	}
 	gunique_probescan_done(ps);
@@ -187,28 +187,23 @@ probe_leaf(GuniqueLeaf *leaf, ProbeKey *key, ProbeFinding *finding)
 }
 
 /*
- * Look for the key in every leaf of the index's group (its own leaf too,
- * unless "skip_self").  Reports a violation; returns what it found in
- * progress, if anything.
+ * The open scans of the leaves of the index's group (its own leaf too,
+ * unless "skip_self"), with their summaries computed.  Opening a leaf for
+ * the first time in the statement takes catalog locks and may process
+ * invalidations (which can flush the scope cache), so this runs before the
+ * key lock is taken, and works from a copy of the leaves.
  */
-static void
-probe_group(ProbeKey *key, ProbeFinding *finding, bool skip_self,
-			Relation index, Relation heap, Datum *values, bool *isnull,
-			IndexUniqueCheck checkUnique)
+static ProbeScan **
+probe_targets(Relation index, bool skip_self, int nkeys, int *ntargets)
 {
 	Oid			self = RelationGetRelid(index);
 	Oid			group;
 	GuniqueScope *scope = gunique_scope_for_leaf(index, &group, true);
-	Oid			conflict = InvalidOid;
+	GuniqueLeaf *leaves = palloc(sizeof(GuniqueLeaf) * scope->nleaves);
+	ProbeScan **targets;
 	int			nleaves = 0;
-	GuniqueLeaf *leaves;
 	ProbeScanContext cxt;
 
-	/*
-	 * Opening a leaf for the first time in the statement may process
-	 * invalidations, which can flush the scope cache: work from a copy.
-	 */
-	leaves = palloc(sizeof(GuniqueLeaf) * scope->nleaves);
 	for (int i = 0; i < scope->nleaves; i++)
 	{
 		if (scope->leaves[i].group != group ||
@@ -217,19 +212,55 @@ probe_group(ProbeKey *key, ProbeFinding *finding, bool skip_self,
 		leaves[nleaves++] = scope->leaves[i];
 	}
 
-	memset(finding, 0, sizeof(ProbeFinding));
+	targets = palloc(sizeof(ProbeScan *) * Max(nleaves, 1));
 	gunique_probescan_enter(&cxt);
-	for (int i = 0; i < nleaves && !OidIsValid(conflict); i++)
-		conflict = probe_leaf(&leaves[i], key, finding);
+	for (int i = 0; i < nleaves; i++)
+	{
+		ProbeScan  *ps = gunique_probescan_get(leaves[i].heapoid,
+											   leaves[i].indexoid, nkeys);
+
+		if (ps->summary != NULL && gunique_summary_needs_compute(ps->summary))
+			gunique_summary_compute(ps->summary, ps->heap, ps->index);
+		targets[i] = ps;
+	}
 	gunique_probescan_leave(&cxt);
 	pfree(leaves);
+	*ntargets = nleaves;
+	return targets;
+}
 
-	if (OidIsValid(conflict))
+/*
+ * Under the key lock: look for the key in every target whose summary does
+ * not rule it out.  Returns the table of a leaf that holds it (a violation)
+ * or InvalidOid, with what it found in progress in *finding.
+ */
+static Oid
+probe_group(ProbeScan **targets, int ntargets, ProbeKey *key,
+			ProbeFinding *finding, Datum *values, bool *isnull,
+			uint64 *counts)
+{
+	Oid			conflict = InvalidOid;
+	bool		summarized = key->nkeys == 1 && !isnull[0];
+	ProbeScanContext cxt;
+
+	memset(finding, 0, sizeof(ProbeFinding));
+	gunique_probescan_enter(&cxt);
+	for (int i = 0; i < ntargets && !OidIsValid(conflict); i++)
 	{
-		Relation	holder = table_open(conflict, NoLock);
+		ProbeScan  *ps = targets[i];
 
-		report_conflict(index, heap, holder, values, isnull, checkUnique);
+		if (summarized && ps->summary != NULL &&
+			gunique_summary_excludes(ps->summary, values[0]))
+		{
+			counts[GUNIQUE_STAT_LEAVES_SKIPPED]++;
+			continue;
+		}
+		counts[GUNIQUE_STAT_LEAVES_PROBED]++;
+		conflict = probe_leaf(ps, key, finding);
 	}
+	counts[GUNIQUE_STAT_PROBES]++;
+	gunique_probescan_leave(&cxt);
+	return conflict;
 }
 
 /* Wait for the transaction that holds the key, as nbtree would. */
@@ -276,6 +307,19 @@ probe_needed(Relation index, bool *isnull, IndexUniqueCheck checkUnique)
 	return false;
 }
 
+/* Let the index's summary cover the key before nbtree inserts it. */
+static void
+widen_own_summary(Relation index, Datum *values, bool *isnull)
+{
+	GuniqueSummary *summary;
+
+	if (IndexRelationGetNumberOfKeyAttributes(index) != 1 || isnull[0])
+		return;
+	summary = gunique_summary_for(index);
+	if (summary != NULL)
+		gunique_summary_widen(summary, values[0]);
+}
+
 bool
 gunique_probe_insert(Relation index, Datum *values, bool *isnull,
 					 ItemPointer heap_tid, Relation heap,
@@ -285,38 +329,67 @@ gunique_probe_insert(Relation index, Datum *values, bool *isnull,
 	GuniqueScope *scope;
 	Oid			group;
 	ProbeKey	key;
+	ProbeScan **targets;
+	int			ntargets;
+	LWLock	   *keylock;
 	bool		result;
+	uint64		counts[GUNIQUE_NSTATS] = {0};
 
+	counts[GUNIQUE_STAT_INSERTS] = 1;
 	if (!probe_needed(index, isnull, checkUnique))
+	{
+		counts[GUNIQUE_STAT_UNPROBED] = 1;
+		gunique_stats_add(index, counts);
+		widen_own_summary(index, values, isnull);
 		return gunique_btinsert(index, values, isnull, heap_tid, heap,
 								checkUnique, indexUnchanged, indexInfo);
+	}
 
-	/* Lock the tree's relations before the key lock, never after. */
+	/* Lock the tree's relations and open its leaves before the key lock. */
 	scope = gunique_scope_for_leaf(index, &group, true);
 	probe_key_init(&key, scope, values, isnull);
+	keylock = gunique_keylock_for(scope->topindex, key.hash);
 
 	for (;;)
 	{
 		ProbeFinding finding;
-
-		(void) LockAcquire(&key.locktag, ExclusiveLock, false, false);
+		Oid			conflict;
 
 		/*
 		 * A speculative insertion (ON CONFLICT) leaves conflicts within its
 		 * own partition to nbtree and the executor, which arbitrate them.
 		 */
-		probe_group(&key, &finding, checkUnique == UNIQUE_CHECK_PARTIAL,
-					index, heap, values, isnull, checkUnique);
-		if (!TransactionIdIsValid(finding.xwait))
-			break;
+		targets = probe_targets(index, checkUnique == UNIQUE_CHECK_PARTIAL,
+								key.nkeys, &ntargets);
 
-		LockRelease(&key.locktag, ExclusiveLock, false);
+		LWLockAcquire(keylock, LW_EXCLUSIVE);
+		widen_own_summary(index, values, isnull);
+		conflict = probe_group(targets, ntargets, &key, &finding,
+							   values, isnull, counts);
+		pfree(targets);
+		if (!OidIsValid(conflict) && !TransactionIdIsValid(finding.xwait))
+			break;
+		LWLockRelease(keylock);
+
+		if (OidIsValid(conflict))
+		{
+			Relation	holder = table_open(conflict, NoLock);
+
+			counts[GUNIQUE_STAT_CONFLICTS]++;
+			gunique_stats_add(index, counts);
+			report_conflict(index, heap, holder, values, isnull, checkUnique);
+		}
+		counts[GUNIQUE_STAT_WAITS]++;
 		probe_wait(&finding);
 	}
+	gunique_stats_add(index, counts);
 
-	/* Nobody else holds the key: insert, and let others see it. */
+	/*
+	 * Nobody else holds the key: insert, and let others see it.  An error
+	 * releases the key lock with all other LWLocks.
+	 */
 	result = gunique_btinsert(index, values, isnull, heap_tid, heap,
 							  checkUnique, indexUnchanged, indexInfo);
-	LockRelease(&key.locktag, ExclusiveLock, false);
+	LWLockRelease(keylock);
 	return result;
 }

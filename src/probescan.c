@@ -44,6 +44,7 @@
 
 #include "compat.h"
 #include "probescan.h"
+#include "stats.h"
 
 static MemoryContext ProbeScanMemory = NULL;
 static HTAB *probe_scans = NULL;
@@ -122,6 +123,7 @@ gunique_probescan_get(Oid heapoid, Oid indexoid, int nkeys)
 		ps->scan = gunique_index_beginscan(ps->heap, ps->index, &ps->dirty,
 										   nkeys);
 		ps->slot = table_slot_create(ps->heap, NULL);
+		ps->summary = gunique_summary_for(ps->index);
 	}
 	PG_CATCH();
 	{
@@ -149,6 +151,7 @@ gunique_probescan_release_all(void)
 	ProbeScan  *ps;
 	ResourceOwner saved_owner;
 
+	gunique_stats_flush();
 	if (probe_scans == NULL)
 		return;
 
@@ -172,6 +175,7 @@ gunique_probescan_release_all(void)
 static void
 probescan_forget_all(void)
 {
+	gunique_stats_flush();
 	if (probe_scans == NULL)
 		return;
 	probe_scans = NULL;

@@ -14,6 +14,8 @@
 #include "utils/resowner.h"
 #include "utils/snapshot.h"
 
+#include "summary.h"
+
 /* An open dirty-snapshot scan of one leaf index. */
 typedef struct ProbeScan
 {
@@ -22,6 +24,7 @@ typedef struct ProbeScan
 	Relation	index;
 	IndexScanDesc scan;
 	TupleTableSlot *slot;
+	GuniqueSummary *summary;	/* the leaf's key-range summary, or NULL */
 	SnapshotData dirty;			/* the scan's snapshot; HeapTupleSatisfiesDirty
 								 * leaves the matching tuple's xmin/xmax here */
 } ProbeScan;

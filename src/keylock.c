@@ -1,0 +1,62 @@
+/*-------------------------------------------------------------------------
+ *
+ * keylock.c
+ *	  Locks that serialize inserters of equal keys into a gunique tree.
+ *
+ * An inserter holds the lock of its key from the moment it reads the other
+ * leaves' summaries and btrees until nbtree has inserted its own entry, so
+ * that of two inserters of equal keys the second sees the first's entry
+ * (probe.c).  The locks are a fixed array of LWLocks in shared memory,
+ * picked by a hash of the top index and the key; unequal keys may share
+ * one, which costs only some waiting.
+ *
+ * LWLocks are not seen by the deadlock detector, so the probe keeps to
+ * rules that make a deadlock through them impossible:
+ *
+ *	 - a backend holds at most one key lock, and takes it after the relation
+ *	   locks of the tree, never before;
+ *	 - it never waits for a transaction or a heavyweight lock while holding
+ *	   it: when the probe finds the key held by a transaction in progress,
+ *	   it releases the key lock first.  nbtree's own uniqueness check cannot
+ *	   wait under it either, since an entry with the same key in the same
+ *	   leaf would have been found by the probe;
+ *	 - no user code runs under it: the probe's operators are those of
+ *	   gunique's built-in operator classes.
+ *
+ * Page locks, relation extension locks and WAL insertion taken by nbtree
+ * under the key lock are never held by a backend that then waits for a key
+ * lock.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "common/hashfn.h"
+#include "storage/lwlock.h"
+#include "storage/shmem.h"
+
+#include "keylock.h"
+
+#define GUNIQUE_KEYLOCKS	1024	/* a power of two */
+
+static LWLockPadded *keylocks = NULL;
+
+void
+gunique_keylock_shmem_request(void)
+{
+	RequestNamedLWLockTranche("gunique key locks", GUNIQUE_KEYLOCKS);
+}
+
+void
+gunique_keylock_shmem_startup(void)
+{
+	keylocks = GetNamedLWLockTranche("gunique key locks");
+}
+
+LWLock *
+gunique_keylock_for(Oid topindex, uint32 keyhash)
+{
+	uint32		h = hash_combine(murmurhash32((uint32) topindex), keyhash);
+
+	return &keylocks[h & (GUNIQUE_KEYLOCKS - 1)].lock;
+}

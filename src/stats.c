@@ -1,0 +1,206 @@
+/*-------------------------------------------------------------------------
+ *
+ * stats.c
+ *	  What the insert-time probes of each leaf index did.
+ *
+ * Each backend counts in local memory, per leaf index it inserts into, and
+ * adds its counts to shared memory when a statement or transaction ends
+ * (probescan.c calls gunique_stats_flush), so that rows inserted in bulk
+ * touch no shared cache line.  gunique_probe_stats() shows the totals since
+ * the server started or gunique_probe_stats_reset() was called.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "fmgr.h"
+#include "funcapi.h"
+#include "miscadmin.h"
+#include "port/atomics.h"
+#include "storage/ipc.h"
+#include "storage/lwlock.h"
+#include "storage/shmem.h"
+#include "utils/builtins.h"
+#include "utils/hsearch.h"
+#include "utils/memutils.h"
+
+#include "gunique.h"
+#include "stats.h"
+
+#define GUNIQUE_STATS_ENTRIES	4096
+
+typedef struct StatsTag
+{
+	Oid			dbid;
+	Oid			indexoid;
+} StatsTag;
+
+typedef struct SharedStats
+{
+	StatsTag	tag;			/* hash key */
+	pg_atomic_uint64 counts[GUNIQUE_NSTATS];
+} SharedStats;
+
+typedef struct LocalStats
+{
+	Oid			indexoid;		/* hash key */
+	uint64		counts[GUNIQUE_NSTATS];
+} LocalStats;
+
+static HTAB *shared_stats = NULL;
+static LWLock *stats_lock = NULL;
+static HTAB *local_stats = NULL;
+static bool local_pending = false;
+
+PG_FUNCTION_INFO_V1(gunique_probe_stats);
+PG_FUNCTION_INFO_V1(gunique_probe_stats_reset);
+
+void
+gunique_stats_shmem_request(void)
+{
+	RequestAddinShmemSpace(hash_estimate_size(GUNIQUE_STATS_ENTRIES,
+											  sizeof(SharedStats)));
+	RequestNamedLWLockTranche("gunique stats", 1);
+}
+
+void
+gunique_stats_shmem_startup(void)
+{
+	HASHCTL		info;
+
+	LWLockAcquire(AddinShmemInitLock, LW_EXCLUSIVE);
+	info.keysize = sizeof(StatsTag);
+	info.entrysize = sizeof(SharedStats);
+	shared_stats = ShmemInitHash("gunique stats",
+								 GUNIQUE_STATS_ENTRIES, GUNIQUE_STATS_ENTRIES,
+								 &info, HASH_ELEM | HASH_BLOBS);
+	stats_lock = &(GetNamedLWLockTranche("gunique stats"))->lock;
+	LWLockRelease(AddinShmemInitLock);
+}
+
+/* Count what one insert into a leaf index did. */
+void
+gunique_stats_add(Relation index, const uint64 *counts)
+{
+	Oid			indexoid = RelationGetRelid(index);
+	LocalStats *local;
+	bool		found;
+
+	if (shared_stats == NULL)
+		return;
+	if (local_stats == NULL)
+	{
+		HASHCTL		ctl;
+
+		ctl.keysize = sizeof(Oid);
+		ctl.entrysize = sizeof(LocalStats);
+		ctl.hcxt = TopMemoryContext;
+		local_stats = hash_create("gunique local stats", 16, &ctl,
+								  HASH_ELEM | HASH_BLOBS | HASH_CONTEXT);
+	}
+	local = hash_search(local_stats, &indexoid, HASH_ENTER, &found);
+	if (!found)
+		memset(local->counts, 0, sizeof(local->counts));
+	for (int i = 0; i < GUNIQUE_NSTATS; i++)
+		local->counts[i] += counts[i];
+	local_pending = true;
+}
+
+static SharedStats *
+stats_entry(Oid indexoid)
+{
+	StatsTag	tag = {MyDatabaseId, indexoid};
+	SharedStats *entry;
+	bool		found;
+
+	LWLockAcquire(stats_lock, LW_SHARED);
+	entry = hash_search(shared_stats, &tag, HASH_FIND, NULL);
+	LWLockRelease(stats_lock);
+	if (entry != NULL)
+		return entry;
+
+	LWLockAcquire(stats_lock, LW_EXCLUSIVE);
+	entry = hash_search(shared_stats, &tag, HASH_ENTER_NULL, &found);
+	if (entry != NULL && !found)
+		for (int i = 0; i < GUNIQUE_NSTATS; i++)
+			pg_atomic_init_u64(&entry->counts[i], 0);
+	LWLockRelease(stats_lock);
+	return entry;
+}
+
+/* Add this backend's counts to the shared ones; counts that find no room
+ * (more leaf indexes than entries) are dropped. */
+void
+gunique_stats_flush(void)
+{
+	HASH_SEQ_STATUS status;
+	LocalStats *local;
+
+	if (!local_pending)
+		return;
+	local_pending = false;
+	hash_seq_init(&status, local_stats);
+	while ((local = hash_seq_search(&status)) != NULL)
+	{
+		SharedStats *entry = stats_entry(local->indexoid);
+
+		for (int i = 0; entry != NULL && i < GUNIQUE_NSTATS; i++)
+			if (local->counts[i] != 0)
+				pg_atomic_fetch_add_u64(&entry->counts[i], local->counts[i]);
+		hash_search(local_stats, &local->indexoid, HASH_REMOVE, NULL);
+	}
+}
+
+/*
+ * gunique_probe_stats(): one row per leaf index of this database that has
+ * been inserted into.
+ */
+Datum
+gunique_probe_stats(PG_FUNCTION_ARGS)
+{
+	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
+	HASH_SEQ_STATUS status;
+	SharedStats *entry;
+
+	InitMaterializedSRF(fcinfo, 0);
+	if (shared_stats == NULL)
+		return (Datum) 0;
+
+	gunique_stats_flush();
+	LWLockAcquire(stats_lock, LW_SHARED);
+	hash_seq_init(&status, shared_stats);
+	while ((entry = hash_seq_search(&status)) != NULL)
+	{
+		Datum		values[GUNIQUE_NSTATS + 1];
+		bool		nulls[GUNIQUE_NSTATS + 1] = {0};
+
+		if (entry->tag.dbid != MyDatabaseId)
+			continue;
+		values[0] = ObjectIdGetDatum(entry->tag.indexoid);
+		for (int i = 0; i < GUNIQUE_NSTATS; i++)
+			values[i + 1] = Int64GetDatum((int64)
+										  pg_atomic_read_u64(&entry->counts[i]));
+		tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
+	}
+	LWLockRelease(stats_lock);
+	return (Datum) 0;
+}
+
+/* gunique_probe_stats_reset(): forget the counts of this database. */
+Datum
+gunique_probe_stats_reset(PG_FUNCTION_ARGS)
+{
+	HASH_SEQ_STATUS status;
+	SharedStats *entry;
+
+	if (shared_stats == NULL)
+		PG_RETURN_VOID();
+	gunique_stats_flush();
+	LWLockAcquire(stats_lock, LW_EXCLUSIVE);
+	hash_seq_init(&status, shared_stats);
+	while ((entry = hash_seq_search(&status)) != NULL)
+		if (entry->tag.dbid == MyDatabaseId)
+			hash_search(shared_stats, &entry->tag, HASH_REMOVE, NULL);
+	LWLockRelease(stats_lock);
+	PG_RETURN_VOID();
+}

@@ -1,0 +1,412 @@
+/*-------------------------------------------------------------------------
+ *
+ * summary.c
+ *	  Key-range summaries of gunique leaf indexes, in shared memory.
+ *
+ * A probe must look for a key in every other leaf of its group.  When keys
+ * follow the partitioning (serial ids or timestamps in time-partitioned
+ * tables, UUIDv7), most leaves cannot hold the key, and a conservative
+ * [min, max] of each leaf's keys lets the probe skip them without touching
+ * their btrees.
+ *
+ * A summary may be wider than the leaf's keys (deleted keys stay in it), but
+ * never narrower while it is valid.  That holds because:
+ *
+ *	 - every insert into a leaf (probe or not) widens the leaf's summary
+ *	   before nbtree inserts the key, whatever state the summary is in;
+ *	 - a summary becomes valid only through gunique_summary_compute, which
+ *	   widens it by the smallest and largest keys in the btree (dead entries
+ *	   included) after it was created or reset, so every key that was in the
+ *	   btree before any insert widened the summary is covered too;
+ *	 - whatever rebuilds a leaf's btree from its table (CREATE INDEX,
+ *	   REINDEX, TRUNCATE, VACUUM FULL, CLUSTER) goes through ambuild, which
+ *	   resets the summary to invalid; those commands lock out inserters and
+ *	   probers of that leaf while they run.
+ *
+ * Inserters of equal keys hold the same key lock (keylock.c) from their
+ * probe until their insert is done, and a prober reads the summaries under
+ * it, so the second of two inserters sees the first's widening.
+ *
+ * Summaries live only in shared memory: after a restart, crash recovery or
+ * promotion every summary is invalid until a probe computes it again with
+ * two btree descents.  Entries are never removed (an index OID that comes
+ * back is reset by its build); when the table is full, new leaves simply go
+ * without a summary and are always probed.
+ *
+ * Only single-column keys of types whose default gunique ordering is an
+ * integer ordering are summarized: int2, int4, int8, oid, date, time,
+ * timestamp, timestamptz, and uuid by its first eight bytes.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "access/genam.h"
+#include "access/itup.h"
+#include "access/relscan.h"
+#include "catalog/pg_opclass.h"
+#include "catalog/pg_type.h"
+#include "commands/defrem.h"
+#include "miscadmin.h"
+#include "storage/ipc.h"
+#include "storage/lwlock.h"
+#include "storage/shmem.h"
+#include "utils/hsearch.h"
+#include "utils/inval.h"
+#include "utils/lsyscache.h"
+#include "utils/memutils.h"
+#include "utils/snapmgr.h"
+#include "utils/uuid.h"
+
+#include "compat.h"
+#include "summary.h"
+
+#define SUMMARY_INVALID		0
+#define SUMMARY_COMPUTING	1
+#define SUMMARY_VALID		2
+
+/* Maps signed 64-bit values to unsigned ones in the same order. */
+#define SIGN_FLIP	(UINT64CONST(1) << 63)
+
+typedef struct SummaryTag
+{
+	Oid			dbid;
+	Oid			indexoid;
+} SummaryTag;
+
+struct GuniqueSummary
+{
+	SummaryTag	tag;			/* hash key */
+	Oid			typid;			/* type of the key column */
+	pg_atomic_uint32 state;
+	pg_atomic_uint64 min;		/* keys mapped by summary_map() */
+	pg_atomic_uint64 max;
+};
+
+/* A backend's memo of an index's summary, or of its having none. */
+typedef struct SummaryMemo
+{
+	Oid			indexoid;		/* hash key */
+	GuniqueSummary *summary;	/* NULL if not summarized */
+} SummaryMemo;
+
+int			gunique_max_summaries = 16384;
+
+static HTAB *summaries = NULL;
+static LWLock *summaries_lock = NULL;
+static HTAB *memos = NULL;
+
+static void summary_relcache_callback(Datum arg, Oid relid);
+
+void
+gunique_summary_shmem_request(void)
+{
+	RequestAddinShmemSpace(hash_estimate_size(gunique_max_summaries,
+											  sizeof(GuniqueSummary)));
+	RequestNamedLWLockTranche("gunique summaries", 1);
+}
+
+void
+gunique_summary_shmem_startup(void)
+{
+	HASHCTL		info;
+
+	LWLockAcquire(AddinShmemInitLock, LW_EXCLUSIVE);
+	info.keysize = sizeof(SummaryTag);
+	info.entrysize = sizeof(GuniqueSummary);
+	summaries = ShmemInitHash("gunique summaries",
+							  gunique_max_summaries, gunique_max_summaries,
+							  &info, HASH_ELEM | HASH_BLOBS);
+	summaries_lock = &(GetNamedLWLockTranche("gunique summaries"))->lock;
+	LWLockRelease(AddinShmemInitLock);
+
+	CacheRegisterRelcacheCallback(summary_relcache_callback, (Datum) 0);
+}
+
+/* A dropped index's OID may come back as another index: forget memos. */
+static void
+summary_relcache_callback(Datum arg, Oid relid)
+{
+	if (memos == NULL)
+		return;
+	if (OidIsValid(relid))
+		hash_search(memos, &relid, HASH_REMOVE, NULL);
+	else
+	{
+		hash_destroy(memos);
+		memos = NULL;
+	}
+}
+
+static bool
+summary_type_supported(Oid typid)
+{
+	switch (typid)
+	{
+		case INT2OID:
+		case INT4OID:
+		case INT8OID:
+		case OIDOID:
+		case DATEOID:
+		case TIMEOID:
+		case TIMESTAMPOID:
+		case TIMESTAMPTZOID:
+		case UUIDOID:
+			return true;
+		default:
+			return false;
+	}
+}
+
+/*
+ * The key column's type, if the index can be summarized: one key column,
+ * ordered by the default gunique operator class of a supported type.
+ */
+static Oid
+summary_type(Relation index)
+{
+	Oid			typid;
+	Oid			opclass;
+
+	if (IndexRelationGetNumberOfKeyAttributes(index) != 1)
+		return InvalidOid;
+	typid = TupleDescAttr(RelationGetDescr(index), 0)->atttypid;
+	if (!summary_type_supported(typid) || index->rd_opcintype[0] != typid)
+		return InvalidOid;
+	opclass = GetDefaultOpClass(typid, index->rd_rel->relam);
+	if (!OidIsValid(opclass) ||
+		get_opclass_family(opclass) != index->rd_opfamily[0])
+		return InvalidOid;
+	return typid;
+}
+
+/* A key as an unsigned integer in the same order as the operator class. */
+static uint64
+summary_map(Oid typid, Datum value)
+{
+	switch (typid)
+	{
+		case INT2OID:
+			return (uint64) (int64) DatumGetInt16(value) ^ SIGN_FLIP;
+		case INT4OID:
+		case DATEOID:
+			return (uint64) (int64) DatumGetInt32(value) ^ SIGN_FLIP;
+		case OIDOID:
+			return (uint64) DatumGetObjectId(value);
+		case UUIDOID:
+			{
+				const unsigned char *b = DatumGetUUIDP(value)->data;
+				uint64		prefix = 0;
+
+				/* uuid sorts by memcmp: the first bytes are the high ones */
+				for (int i = 0; i < 8; i++)
+					prefix = (prefix << 8) | b[i];
+				return prefix;
+			}
+		default:
+			return (uint64) DatumGetInt64(value) ^ SIGN_FLIP;
+	}
+}
+
+/* Find or make the shared entry of a summarizable index. */
+static GuniqueSummary *
+summary_lookup(Relation index, Oid typid)
+{
+	SummaryTag	tag = {MyDatabaseId, RelationGetRelid(index)};
+	GuniqueSummary *summary;
+	bool		found;
+
+	LWLockAcquire(summaries_lock, LW_SHARED);
+	summary = hash_search(summaries, &tag, HASH_FIND, NULL);
+	LWLockRelease(summaries_lock);
+	if (summary != NULL)
+		return summary;
+
+	LWLockAcquire(summaries_lock, LW_EXCLUSIVE);
+	summary = hash_search(summaries, &tag, HASH_ENTER_NULL, &found);
+	if (summary != NULL && !found)
+	{
+		pg_atomic_init_u32(&summary->state, SUMMARY_INVALID);
+		pg_atomic_init_u64(&summary->min, PG_UINT64_MAX);
+		pg_atomic_init_u64(&summary->max, 0);
+		summary->typid = typid;
+	}
+	LWLockRelease(summaries_lock);
+	return summary;
+}
+
+/*
+ * The summary of a leaf index, made on first use; NULL if the index is not
+ * summarized or the table of summaries is full.
+ */
+GuniqueSummary *
+gunique_summary_for(Relation index)
+{
+	Oid			indexoid = RelationGetRelid(index);
+	SummaryMemo *memo;
+	bool		found;
+	Oid			typid;
+
+	if (summaries == NULL)
+		return NULL;
+	if (memos == NULL)
+	{
+		HASHCTL		ctl;
+
+		ctl.keysize = sizeof(Oid);
+		ctl.entrysize = sizeof(SummaryMemo);
+		ctl.hcxt = CacheMemoryContext;
+		memos = hash_create("gunique summary memos", 64, &ctl,
+							HASH_ELEM | HASH_BLOBS | HASH_CONTEXT);
+	}
+	memo = hash_search(memos, &indexoid, HASH_FIND, NULL);
+	if (memo != NULL)
+		return memo->summary;
+
+	/* Look everything up before making the memo, which may be flushed. */
+	typid = summary_type(index);
+	{
+		GuniqueSummary *summary = OidIsValid(typid) ?
+			summary_lookup(index, typid) : NULL;
+
+		if (memos == NULL)
+			return summary;
+		memo = hash_search(memos, &indexoid, HASH_ENTER, &found);
+		memo->summary = summary;
+	}
+	return memo->summary;
+}
+
+static void
+summary_widen_key(GuniqueSummary *summary, uint64 key)
+{
+	uint64		cur = pg_atomic_read_u64(&summary->min);
+
+	while (key < cur &&
+		   !pg_atomic_compare_exchange_u64(&summary->min, &cur, key))
+		;
+	cur = pg_atomic_read_u64(&summary->max);
+	while (key > cur &&
+		   !pg_atomic_compare_exchange_u64(&summary->max, &cur, key))
+		;
+}
+
+/* Let the summary cover a key; called before the key enters the btree. */
+void
+gunique_summary_widen(GuniqueSummary *summary, Datum value)
+{
+	summary_widen_key(summary, summary_map(summary->typid, value));
+}
+
+/* Is the key surely absent from the leaf? */
+bool
+gunique_summary_excludes(GuniqueSummary *summary, Datum value)
+{
+	uint64		key;
+
+	if (pg_atomic_read_u32(&summary->state) != SUMMARY_VALID)
+		return false;
+	pg_read_barrier();
+	key = summary_map(summary->typid, value);
+	return key < pg_atomic_read_u64(&summary->min) ||
+		key > pg_atomic_read_u64(&summary->max);
+}
+
+bool
+gunique_summary_needs_compute(GuniqueSummary *summary)
+{
+	return pg_atomic_read_u32(&summary->state) == SUMMARY_INVALID;
+}
+
+/*
+ * Widen the summary by the first non-NULL key of the index in one direction,
+ * dead entries included.
+ */
+static void
+summary_widen_by_end(GuniqueSummary *summary, Relation heap, Relation index,
+					 ScanDirection dir)
+{
+	ScanKeyData notnull;
+	IndexScanDesc scan;
+
+	ScanKeyEntryInitialize(&notnull, SK_ISNULL | SK_SEARCHNOTNULL, 1,
+						   InvalidStrategy, InvalidOid, InvalidOid,
+						   InvalidOid, (Datum) 0);
+	scan = gunique_index_beginscan(heap, index, SnapshotAny, 1);
+	scan->xs_want_itup = true;
+	index_rescan(scan, &notnull, 1, NULL, 0);
+	if (index_getnext_tid(scan, dir) != NULL)
+	{
+		bool		isnull;
+		Datum		value = index_getattr(scan->xs_itup, 1,
+										  scan->xs_itupdesc, &isnull);
+
+		if (!isnull)
+			summary_widen_key(summary, summary_map(summary->typid, value));
+	}
+	index_endscan(scan);
+}
+
+/*
+ * Make an invalid summary valid: widen it by the btree's smallest and
+ * largest keys.  Only one backend computes; the others go on probing the
+ * leaf meanwhile.  The caller holds a lock on the leaf that keeps its btree
+ * from being rebuilt, and no key lock.
+ */
+void
+gunique_summary_compute(GuniqueSummary *summary, Relation heap,
+						Relation index)
+{
+	uint32		expected = SUMMARY_INVALID;
+
+	if (!OidIsValid(summary->typid) ||
+		!pg_atomic_compare_exchange_u32(&summary->state, &expected,
+										SUMMARY_COMPUTING))
+		return;
+
+	PG_TRY();
+	{
+		summary_widen_by_end(summary, heap, index, ForwardScanDirection);
+		summary_widen_by_end(summary, heap, index, BackwardScanDirection);
+	}
+	PG_CATCH();
+	{
+		pg_atomic_write_u32(&summary->state, SUMMARY_INVALID);
+		PG_RE_THROW();
+	}
+	PG_END_TRY();
+
+	expected = SUMMARY_COMPUTING;
+	(void) pg_atomic_compare_exchange_u32(&summary->state, &expected,
+										  SUMMARY_VALID);
+}
+
+/*
+ * The leaf's btree is being built from its table: whatever the summary
+ * held no longer applies.  Called from ambuild, which runs with inserters
+ * and probers of the index locked out.
+ */
+void
+gunique_summary_reset(Relation index)
+{
+	SummaryTag	tag = {MyDatabaseId, RelationGetRelid(index)};
+	GuniqueSummary *summary;
+
+	Oid			typid;
+
+	if (summaries == NULL)
+		return;
+	typid = summary_type(index);
+	LWLockAcquire(summaries_lock, LW_SHARED);
+	summary = hash_search(summaries, &tag, HASH_FIND, NULL);
+	if (summary != NULL)
+	{
+		pg_atomic_write_u32(&summary->state, SUMMARY_INVALID);
+		pg_write_barrier();
+		summary->typid = typid;
+		pg_atomic_write_u64(&summary->min, PG_UINT64_MAX);
+		pg_atomic_write_u64(&summary->max, 0);
+	}
+	LWLockRelease(summaries_lock);
+	summary_relcache_callback((Datum) 0, RelationGetRelid(index));
+}

@@ -15,7 +15,8 @@
  *	 open the group's leaves (once per statement, probescan.c);
  *	 lock key; widen own leaf's key-range summary (summary.c);
  *	 look in every leaf of the group, own leaf included, whose summary does
- *	   not rule the key out;
+ *	   not rule the key out (own leaf is ruled out when its summary had to
+ *	   be widened: the key is new to it, as serial keys are);
  *	 a live committed match, or one inserted by this transaction: unlock,
  *	   violation;
  *	 a match inserted or deleted by a transaction in progress: unlock, wait
@@ -76,28 +77,28 @@ typedef struct ProbeFinding
 } ProbeFinding;
 
 static bool
-key_has_distinct_null(GuniqueScope *scope, bool *isnull)
+key_has_distinct_null(ProbeGroup *pg, bool *isnull)
 {
-	if (scope->nulls_not_distinct)
+	if (pg->nulls_not_distinct)
 		return false;
-	for (int i = 0; i < scope->nkeys; i++)
+	for (int i = 0; i < pg->nkeys; i++)
 		if (isnull[i])
 			return true;
 	return false;
 }
 
 static uint32
-key_hash(GuniqueScope *scope, Datum *values, bool *isnull)
+key_hash(ProbeGroup *pg, Datum *values, bool *isnull)
 {
 	uint32		hash = 0;
 
-	for (int i = 0; i < scope->nkeys; i++)
+	for (int i = 0; i < pg->nkeys; i++)
 	{
 		uint32		h = 0;
 
-		if (!isnull[i] && scope->hashable[i])
-			h = DatumGetUInt32(FunctionCall1Coll(&scope->hashfn[i],
-												 scope->collation[i],
+		if (!isnull[i] && pg->hashable[i])
+			h = DatumGetUInt32(FunctionCall1Coll(&pg->hashfn[i],
+												 pg->collation[i],
 												 values[i]));
 		hash = (hash << 1 | hash >> 31) ^ h;
 	}
@@ -105,24 +106,24 @@ key_hash(GuniqueScope *scope, Datum *values, bool *isnull)
 }
 
 static void
-probe_key_init(ProbeKey *key, GuniqueScope *scope, Datum *values, bool *isnull)
+probe_key_init(ProbeKey *key, ProbeGroup *pg, Datum *values, bool *isnull)
 {
-	key->nkeys = scope->nkeys;
-	for (int i = 0; i < scope->nkeys; i++)
+	key->nkeys = pg->nkeys;
+	for (int i = 0; i < pg->nkeys; i++)
 	{
 		if (isnull[i])
 			ScanKeyEntryInitialize(&key->scankeys[i],
 								   SK_ISNULL | SK_SEARCHNULL,
 								   i + 1, InvalidStrategy, InvalidOid,
-								   scope->collation[i], InvalidOid,
+								   pg->collation[i], InvalidOid,
 								   (Datum) 0);
 		else
 			ScanKeyEntryInitialize(&key->scankeys[i], 0, i + 1,
 								   BTEqualStrategyNumber, InvalidOid,
-								   scope->collation[i], scope->eqproc[i],
+								   pg->collation[i], pg->eqproc[i],
 								   values[i]);
 	}
-	key->hash = key_hash(scope, values, isnull);
+	key->hash = key_hash(pg, values, isnull);
 }
 
 /*
@@ -187,55 +188,14 @@ probe_leaf(ProbeScan *ps, ProbeKey *key, ProbeFinding *finding)
 }
 
 /*
- * The open scans of the leaves of the index's group (its own leaf too,
- * unless "skip_self"), with their summaries computed.  Opening a leaf for
- * the first time in the statement takes catalog locks and may process
- * invalidations (which can flush the scope cache), so this runs before the
- * key lock is taken, and works from a copy of the leaves.
- */
-static ProbeScan **
-probe_targets(Relation index, bool skip_self, int nkeys, int *ntargets)
-{
-	Oid			self = RelationGetRelid(index);
-	Oid			group;
-	GuniqueScope *scope = gunique_scope_for_leaf(index, &group, true);
-	GuniqueLeaf *leaves = palloc(sizeof(GuniqueLeaf) * scope->nleaves);
-	ProbeScan **targets;
-	int			nleaves = 0;
-	ProbeScanContext cxt;
-
-	for (int i = 0; i < scope->nleaves; i++)
-	{
-		if (scope->leaves[i].group != group ||
-			(skip_self && scope->leaves[i].indexoid == self))
-			continue;
-		leaves[nleaves++] = scope->leaves[i];
-	}
-
-	targets = palloc(sizeof(ProbeScan *) * Max(nleaves, 1));
-	gunique_probescan_enter(&cxt);
-	for (int i = 0; i < nleaves; i++)
-	{
-		ProbeScan  *ps = gunique_probescan_get(leaves[i].heapoid,
-											   leaves[i].indexoid, nkeys);
-
-		if (ps->summary != NULL && gunique_summary_needs_compute(ps->summary))
-			gunique_summary_compute(ps->summary, ps->heap, ps->index);
-		targets[i] = ps;
-	}
-	gunique_probescan_leave(&cxt);
-	pfree(leaves);
-	*ntargets = nleaves;
-	return targets;
-}
-
-/*
- * Under the key lock: look for the key in every target whose summary does
- * not rule it out.  Returns the table of a leaf that holds it (a violation)
- * or InvalidOid, with what it found in progress in *finding.
+ * Under the key lock: look for the key in every leaf of the group whose
+ * summary does not rule it out; own leaf is ruled out when its summary did
+ * not cover the key ("own_new").  Returns the table of a leaf that holds the
+ * key (a violation) or InvalidOid, with what it found in progress in
+ * *finding.
  */
 static Oid
-probe_group(ProbeScan **targets, int ntargets, ProbeKey *key,
+probe_group(ProbeGroup *pg, bool own_new, ProbeKey *key,
 			ProbeFinding *finding, Datum *values, bool *isnull,
 			uint64 *counts)
 {
@@ -245,11 +205,12 @@ probe_group(ProbeScan **targets, int ntargets, ProbeKey *key,
 
 	memset(finding, 0, sizeof(ProbeFinding));
 	gunique_probescan_enter(&cxt);
-	for (int i = 0; i < ntargets && !OidIsValid(conflict); i++)
+	for (int i = 0; i < pg->ntargets && !OidIsValid(conflict); i++)
 	{
-		ProbeScan  *ps = targets[i];
+		ProbeScan  *ps = pg->targets[i];
 
-		if (summarized && ps->summary != NULL &&
+		if (i == pg->self ? own_new :
+			summarized && ps->summary != NULL &&
 			gunique_summary_excludes(ps->summary, values[0]))
 		{
 			counts[GUNIQUE_STAT_LEAVES_SKIPPED]++;
@@ -280,44 +241,32 @@ probe_wait(ProbeFinding *finding)
 }
 
 /*
- * Can another leaf hold this key?  Not if the index is not part of a tree,
- * if a NULL makes the key distinct, or if the leaf is alone in its group
- * (the partition key is determined by the index key); then nbtree's own
- * check of the leaf is complete.
+ * Let the index's summary cover the key before nbtree inserts it.  Returns
+ * true if the summary did not cover it before: then the index holds no
+ * entry with the key.
  */
 static bool
-probe_needed(Relation index, bool *isnull, IndexUniqueCheck checkUnique)
+widen_own_summary(GuniqueSummary *summary, Datum *values, bool *isnull,
+				  int nkeys)
 {
-	Oid			self = RelationGetRelid(index);
-	Oid			group;
-	GuniqueScope *scope;
-
-	if (checkUnique == UNIQUE_CHECK_NO || !index->rd_rel->relispartition)
+	if (summary == NULL || nkeys != 1 || isnull[0])
 		return false;
-	if (checkUnique == UNIQUE_CHECK_EXISTING)
-		elog(ERROR, "gunique index \"%s\" cannot be rechecked as deferred",
-			 RelationGetRelationName(index));
-
-	scope = gunique_scope_for_leaf(index, &group, false);
-	if (key_has_distinct_null(scope, isnull))
-		return false;
-	for (int i = 0; i < scope->nleaves; i++)
-		if (scope->leaves[i].group == group && scope->leaves[i].indexoid != self)
-			return true;
-	return false;
+	return gunique_summary_widen(summary, values[0]);
 }
 
-/* Let the index's summary cover the key before nbtree inserts it. */
-static void
-widen_own_summary(Relation index, Datum *values, bool *isnull)
+/* Insert without a probe: nbtree's own check of the leaf is complete. */
+static bool
+insert_unprobed(Relation index, GuniqueSummary *summary, Datum *values,
+				bool *isnull, ItemPointer heap_tid, Relation heap,
+				IndexUniqueCheck checkUnique, bool indexUnchanged,
+				IndexInfo *indexInfo, uint64 *counts)
 {
-	GuniqueSummary *summary;
-
-	if (IndexRelationGetNumberOfKeyAttributes(index) != 1 || isnull[0])
-		return;
-	summary = gunique_summary_for(index);
-	if (summary != NULL)
-		gunique_summary_widen(summary, values[0]);
+	counts[GUNIQUE_STAT_UNPROBED] = 1;
+	gunique_stats_add(index, counts);
+	widen_own_summary(summary, values, isnull,
+					  IndexRelationGetNumberOfKeyAttributes(index));
+	return gunique_btinsert(index, values, isnull, heap_tid, heap,
+							checkUnique, indexUnchanged, indexInfo);
 }
 
 bool
@@ -326,47 +275,51 @@ gunique_probe_insert(Relation index, Datum *values, bool *isnull,
 					 IndexUniqueCheck checkUnique, bool indexUnchanged,
 					 IndexInfo *indexInfo)
 {
-	GuniqueScope *scope;
-	Oid			group;
+	bool		skip_self = checkUnique == UNIQUE_CHECK_PARTIAL;
+	ProbeGroup *pg;
 	ProbeKey	key;
-	ProbeScan **targets;
-	int			ntargets;
 	LWLock	   *keylock;
 	bool		result;
 	uint64		counts[GUNIQUE_NSTATS] = {0};
 
 	counts[GUNIQUE_STAT_INSERTS] = 1;
-	if (!probe_needed(index, isnull, checkUnique))
-	{
-		counts[GUNIQUE_STAT_UNPROBED] = 1;
-		gunique_stats_add(index, counts);
-		widen_own_summary(index, values, isnull);
-		return gunique_btinsert(index, values, isnull, heap_tid, heap,
-								checkUnique, indexUnchanged, indexInfo);
-	}
 
-	/* Lock the tree's relations and open its leaves before the key lock. */
-	scope = gunique_scope_for_leaf(index, &group, true);
-	probe_key_init(&key, scope, values, isnull);
-	keylock = gunique_keylock_for(scope->topindex, key.hash);
+	/*
+	 * Not part of a tree: nothing to probe.  A speculative insertion (ON
+	 * CONFLICT) leaves conflicts within its own partition to nbtree and the
+	 * executor, which arbitrate them, so its own leaf is left out.
+	 */
+	if (checkUnique == UNIQUE_CHECK_NO || !index->rd_rel->relispartition)
+		return insert_unprobed(index, gunique_summary_for(index), values,
+							   isnull, heap_tid, heap, checkUnique,
+							   indexUnchanged, indexInfo, counts);
+	if (checkUnique == UNIQUE_CHECK_EXISTING)
+		elog(ERROR, "gunique index \"%s\" cannot be rechecked as deferred",
+			 RelationGetRelationName(index));
 
+	/*
+	 * The statement's scans of the group's leaves, opened (and the tree
+	 * locked) before the key lock is taken.
+	 */
 	for (;;)
 	{
 		ProbeFinding finding;
 		Oid			conflict;
+		bool		own_new;
 
-		/*
-		 * A speculative insertion (ON CONFLICT) leaves conflicts within its
-		 * own partition to nbtree and the executor, which arbitrate them.
-		 */
-		targets = probe_targets(index, checkUnique == UNIQUE_CHECK_PARTIAL,
-								key.nkeys, &ntargets);
+		pg = gunique_probescan_group(index, skip_self);
+		if (!pg->needed || key_has_distinct_null(pg, isnull))
+			return insert_unprobed(index, pg->own_summary, values, isnull,
+								   heap_tid, heap, checkUnique,
+								   indexUnchanged, indexInfo, counts);
+		probe_key_init(&key, pg, values, isnull);
+		keylock = gunique_keylock_for(pg->topindex, key.hash);
 
 		LWLockAcquire(keylock, LW_EXCLUSIVE);
-		widen_own_summary(index, values, isnull);
-		conflict = probe_group(targets, ntargets, &key, &finding,
-							   values, isnull, counts);
-		pfree(targets);
+		own_new = widen_own_summary(pg->own_summary, values, isnull,
+									key.nkeys);
+		conflict = probe_group(pg, own_new, &key, &finding, values, isnull,
+							   counts);
 		if (!OidIsValid(conflict) && !TransactionIdIsValid(finding.xwait))
 			break;
 		LWLockRelease(keylock);

@@ -44,10 +44,12 @@
 
 #include "compat.h"
 #include "probescan.h"
+#include "scope.h"
 #include "stats.h"
 
 static MemoryContext ProbeScanMemory = NULL;
 static HTAB *probe_scans = NULL;
+static HTAB *probe_groups = NULL;
 
 static ExecutorEnd_hook_type prev_ExecutorEnd = NULL;
 
@@ -143,6 +145,166 @@ gunique_probescan_done(ProbeScan *ps)
 		table_index_fetch_reset(ps->scan->xs_heapfetch);
 }
 
+/* Copy the tree's key description into the group. */
+static void
+group_set_key(ProbeGroup *pg, GuniqueScope *scope)
+{
+	pg->topindex = scope->topindex;
+	pg->nkeys = scope->nkeys;
+	pg->nulls_not_distinct = scope->nulls_not_distinct;
+	for (int i = 0; i < scope->nkeys; i++)
+	{
+		pg->eqproc[i] = scope->eqproc[i];
+		pg->collation[i] = scope->collation[i];
+		pg->hashable[i] = scope->hashable[i];
+		if (scope->hashable[i])
+			fmgr_info_copy(&pg->hashfn[i], &scope->hashfn[i],
+						   ProbeScanMemory);
+	}
+}
+
+/*
+ * The leaves of the index's group in the scope, own leaf included unless
+ * skip_self; *self receives own leaf's position or -1.
+ */
+static GuniqueLeaf *
+group_leaves(GuniqueScope *scope, Oid group, Oid selfoid, bool skip_self,
+			 int *nleaves, int *self)
+{
+	GuniqueLeaf *leaves = palloc(sizeof(GuniqueLeaf) * scope->nleaves);
+
+	*nleaves = 0;
+	*self = -1;
+	for (int i = 0; i < scope->nleaves; i++)
+	{
+		if (scope->leaves[i].group != group)
+			continue;
+		if (scope->leaves[i].indexoid == selfoid)
+		{
+			if (skip_self)
+				continue;
+			*self = *nleaves;
+		}
+		leaves[(*nleaves)++] = scope->leaves[i];
+	}
+	return leaves;
+}
+
+/*
+ * Open the scans of the group's leaves and compute their summaries.
+ * Opening a leaf for the first time in the statement may build relcache
+ * entries, so the leaves were copied out of the scope cache beforehand.
+ */
+static void
+group_open(ProbeGroup *pg, GuniqueLeaf *leaves, int nleaves)
+{
+	pg->targets = palloc(sizeof(ProbeScan *) * Max(nleaves, 1));
+	for (int i = 0; i < nleaves; i++)
+	{
+		ProbeScan  *ps = gunique_probescan_get(leaves[i].heapoid,
+											   leaves[i].indexoid,
+											   pg->nkeys);
+
+		if (ps->summary != NULL && gunique_summary_needs_compute(ps->summary))
+			gunique_summary_compute(ps->summary, ps->heap, ps->index);
+		pg->targets[i] = ps;
+		pg->ntargets = i + 1;
+	}
+}
+
+/* (Re)make the statement's group of a leaf index. */
+static ProbeGroup *
+group_build(Relation index, bool skip_self)
+{
+	Oid			indexoid = RelationGetRelid(index);
+
+	for (;;)
+	{
+		Oid			group;
+		GuniqueScope *scope = gunique_scope_for_leaf(index, &group, false);
+		uint64		generation;
+		GuniqueLeaf *leaves;
+		int			nleaves;
+		int			self;
+		ProbeGroup *pg;
+		ProbeScanContext cxt;
+		bool		found;
+
+		/* Lock the tree only if another leaf can hold the keys. */
+		leaves = group_leaves(scope, group, indexoid, false, &nleaves, &self);
+		pfree(leaves);
+		if (nleaves > 1)
+			scope = gunique_scope_for_leaf(index, &group, true);
+		generation = gunique_scope_generation();
+		leaves = group_leaves(scope, group, indexoid, skip_self,
+							  &nleaves, &self);
+
+		gunique_probescan_enter(&cxt);
+		if (probe_groups == NULL)
+		{
+			HASHCTL		ctl;
+
+			ctl.keysize = sizeof(Oid);
+			ctl.entrysize = sizeof(ProbeGroup);
+			ctl.hcxt = ProbeScanMemory;
+			probe_groups = hash_create("gunique probe groups", 16, &ctl,
+									   HASH_ELEM | HASH_BLOBS | HASH_CONTEXT);
+		}
+		pg = hash_search(probe_groups, &indexoid, HASH_ENTER, &found);
+		if (found && pg->targets != NULL)
+			pfree(pg->targets);
+		pg->scope_generation = 0;	/* not valid until built */
+		pg->skip_self = skip_self;
+		pg->needed = nleaves > (self >= 0 ? 1 : 0);
+		pg->self = self;
+		pg->ntargets = 0;
+		pg->targets = NULL;
+		pg->own_summary = gunique_summary_for(index);
+		group_set_key(pg, scope);
+		if (pg->needed)
+			group_open(pg, leaves, nleaves);
+		gunique_probescan_leave(&cxt);
+		pfree(leaves);
+
+		if (generation == gunique_scope_generation())
+		{
+			pg->scope_generation = generation;
+			return pg;
+		}
+	}
+}
+
+/*
+ * The statement's probe group of a leaf index, made on first use and after
+ * any change to the tree's scope.  Valid until the next call that may
+ * process invalidations or end the statement's scans.
+ */
+ProbeGroup *
+gunique_probescan_group(Relation index, bool skip_self)
+{
+	if (probe_groups != NULL)
+	{
+		Oid			indexoid = RelationGetRelid(index);
+		ProbeGroup *pg = hash_search(probe_groups, &indexoid, HASH_FIND, NULL);
+
+		if (pg != NULL && pg->skip_self == skip_self &&
+			pg->scope_generation == gunique_scope_generation())
+			return pg;
+	}
+	return group_build(index, skip_self);
+}
+
+/* Forget every scan and group; their memory goes with them. */
+static void
+probescan_reset(void)
+{
+	if (probe_scans == NULL && probe_groups == NULL)
+		return;
+	probe_scans = NULL;
+	probe_groups = NULL;
+	MemoryContextReset(ProbeScanMemory);
+}
+
 /* End every scan and close its relations. */
 void
 gunique_probescan_release_all(void)
@@ -152,23 +314,21 @@ gunique_probescan_release_all(void)
 	ResourceOwner saved_owner;
 
 	gunique_stats_flush();
-	if (probe_scans == NULL)
-		return;
-
-	saved_owner = CurrentResourceOwner;
-	CurrentResourceOwner = TopTransactionResourceOwner;
-	hash_seq_init(&status, probe_scans);
-	while ((ps = hash_seq_search(&status)) != NULL)
+	if (probe_scans != NULL)
 	{
-		ExecDropSingleTupleTableSlot(ps->slot);
-		index_endscan(ps->scan);
-		index_close(ps->index, NoLock);
-		table_close(ps->heap, NoLock);
+		saved_owner = CurrentResourceOwner;
+		CurrentResourceOwner = TopTransactionResourceOwner;
+		hash_seq_init(&status, probe_scans);
+		while ((ps = hash_seq_search(&status)) != NULL)
+		{
+			ExecDropSingleTupleTableSlot(ps->slot);
+			index_endscan(ps->scan);
+			index_close(ps->index, NoLock);
+			table_close(ps->heap, NoLock);
+		}
+		CurrentResourceOwner = saved_owner;
 	}
-	CurrentResourceOwner = saved_owner;
-
-	probe_scans = NULL;
-	MemoryContextReset(ProbeScanMemory);
+	probescan_reset();
 }
 
 /* Forget the scans of an aborted transaction: its resource owner frees them. */
@@ -176,10 +336,7 @@ static void
 probescan_forget_all(void)
 {
 	gunique_stats_flush();
-	if (probe_scans == NULL)
-		return;
-	probe_scans = NULL;
-	MemoryContextReset(ProbeScanMemory);
+	probescan_reset();
 }
 
 static void

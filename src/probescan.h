@@ -29,6 +29,31 @@ typedef struct ProbeScan
 								 * leaves the matching tuple's xmin/xmax here */
 } ProbeScan;
 
+/*
+ * What a statement's probes from one leaf index need: the open scans of the
+ * leaves of its group and the key's description, made on its first row.
+ */
+typedef struct ProbeGroup
+{
+	Oid			indexoid;		/* hash key: the inserter's leaf index */
+	uint64		scope_generation;	/* valid while the scope cache is */
+	bool		skip_self;		/* own leaf left out (ON CONFLICT) */
+	bool		needed;			/* another leaf can hold the leaf's keys */
+	Oid			topindex;
+	int			ntargets;
+	ProbeScan **targets;		/* the group's leaves, own leaf at "self" */
+	int			self;			/* -1 if own leaf is left out */
+	GuniqueSummary *own_summary;	/* own leaf's summary, or NULL */
+
+	/* The key, as in GuniqueScope. */
+	int			nkeys;
+	bool		nulls_not_distinct;
+	Oid			eqproc[INDEX_MAX_KEYS];
+	Oid			collation[INDEX_MAX_KEYS];
+	bool		hashable[INDEX_MAX_KEYS];
+	FmgrInfo	hashfn[INDEX_MAX_KEYS];
+} ProbeGroup;
+
 /* What a probe scan runs under; see probescan.c. */
 typedef struct ProbeScanContext
 {
@@ -41,6 +66,7 @@ extern void gunique_probescan_enter(ProbeScanContext *cxt);
 extern void gunique_probescan_leave(ProbeScanContext *cxt);
 extern ProbeScan *gunique_probescan_get(Oid heapoid, Oid indexoid, int nkeys);
 extern void gunique_probescan_done(ProbeScan *ps);
+extern ProbeGroup *gunique_probescan_group(Relation index, bool skip_self);
 extern void gunique_probescan_release_all(void);
 
 #endif							/* GUNIQUE_PROBESCAN_H */

@@ -388,6 +388,16 @@ scope_build(Relation leaf)
 }
 
 /*
+ * Changes whenever the cache is flushed: a caller that keeps what it learnt
+ * from a scope across calls that may process invalidations compares this.
+ */
+uint64
+gunique_scope_generation(void)
+{
+	return cache_generation;
+}
+
+/*
  * The cached tree of leaf index "index".  *group receives the leaf's group.
  * With "lock", every relation of the tree is locked (AccessShareLock) in the
  * current transaction first.  The result stays valid until the next call

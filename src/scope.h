@@ -45,6 +45,8 @@ extern void gunique_scope_init(void);
 extern GuniqueScope *gunique_scope_for_leaf(Relation index, Oid *group,
 											 bool lock);
 
+extern uint64 gunique_scope_generation(void);
+
 extern List *gunique_tree_leaves(Oid topindex);
 
 extern Oid	gunique_tree_top(Oid indexoid);

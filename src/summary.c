@@ -277,25 +277,35 @@ gunique_summary_for(Relation index)
 	return memo->summary;
 }
 
-static void
+/* Widen by a mapped key; true if the key lay outside the summary. */
+static bool
 summary_widen_key(GuniqueSummary *summary, uint64 key)
 {
 	uint64		cur = pg_atomic_read_u64(&summary->min);
+	bool		below = false;
+	bool		above = false;
 
-	while (key < cur &&
-		   !pg_atomic_compare_exchange_u64(&summary->min, &cur, key))
-		;
+	while (key < cur && !below)
+		below = pg_atomic_compare_exchange_u64(&summary->min, &cur, key);
 	cur = pg_atomic_read_u64(&summary->max);
-	while (key > cur &&
-		   !pg_atomic_compare_exchange_u64(&summary->max, &cur, key))
-		;
+	while (key > cur && !above)
+		above = pg_atomic_compare_exchange_u64(&summary->max, &cur, key);
+	return below || above;
 }
 
-/* Let the summary cover a key; called before the key enters the btree. */
-void
+/*
+ * Let the summary cover a key; called before the key enters the btree.
+ * Returns true if the summary was valid and did not cover the key: then the
+ * btree holds no entry with the key, live or dead.
+ */
+bool
 gunique_summary_widen(GuniqueSummary *summary, Datum value)
 {
-	summary_widen_key(summary, summary_map(summary->typid, value));
+	bool		valid = pg_atomic_read_u32(&summary->state) == SUMMARY_VALID;
+
+	pg_read_barrier();
+	return summary_widen_key(summary, summary_map(summary->typid, value)) &&
+		valid;
 }
 
 /* Is the key surely absent from the leaf? */

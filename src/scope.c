@@ -11,8 +11,10 @@
  * Groups: walking down from the top index, a partitioned table whose
  * partition key is determined by the index key (every partition key column
  * is an index key column with the same collation and equality operator, the
- * rule DefineIndex applies to btree) sends equal keys to the same partition,
- * so each of its partitions starts a group of its own.  Two leaves in
+ * rule DefineIndex applies to btree, or an expression over index key columns
+ * whose equality is image equality, such as lower(left(id::text, 1)) over a
+ * uuid) sends equal keys to the same partition, so each of its partitions
+ * starts a group of its own.  Two leaves in
  * different groups can never hold equal keys, and a leaf alone in its group
  * needs no probe at all.
  *
@@ -30,11 +32,13 @@
 #include "access/genam.h"
 #include "access/nbtree.h"
 #include "access/stratnum.h"
+#include "access/sysattr.h"
 #include "access/table.h"
 #include "access/xact.h"
 #include "catalog/index.h"
 #include "catalog/partition.h"
 #include "catalog/pg_inherits.h"
+#include "optimizer/optimizer.h"
 #include "partitioning/partdefs.h"
 #include "storage/lmgr.h"
 #include "utils/hsearch.h"
@@ -134,45 +138,114 @@ gunique_tree_top(Oid indexoid)
 }
 
 /*
+ * Does index key column j compare equal only values that are the same
+ * image (btequalimage, support function 4)?  Then equal keys make equal
+ * arguments to any expression over the column.
+ */
+static bool
+column_equal_image(Relation index, int j)
+{
+	Oid			opcintype = index->rd_opcintype[j];
+	Oid			proc = get_opfamily_proc(index->rd_opfamily[j], opcintype,
+										 opcintype, BTEQUALIMAGE_PROC);
+
+	return OidIsValid(proc) &&
+		DatumGetBool(OidFunctionCall1Coll(proc, index->rd_indcollation[j],
+										  ObjectIdGetDatum(opcintype)));
+}
+
+/* The index key column on table column attnum, or -1. */
+static int
+index_column_of(Relation index, AttrNumber attnum)
+{
+	int			nkeyatts = IndexRelationGetNumberOfKeyAttributes(index);
+
+	for (int j = 0; j < nkeyatts; j++)
+		if (index->rd_index->indkey.values[j] == attnum)
+			return j;
+	return -1;
+}
+
+/*
+ * Is a partition key expression a function of image-equal index key
+ * columns only?  Partition expressions are immutable, so equal keys then
+ * give equal partition key values.
+ */
+static bool
+expression_determined(Relation index, Node *expr)
+{
+	Bitmapset  *attnos = NULL;
+	int			x = -1;
+
+	pull_varattnos(expr, 1, &attnos);
+	if (bms_is_empty(attnos))
+		return false;
+	while ((x = bms_next_member(attnos, x)) >= 0)
+	{
+		AttrNumber	attnum = x + FirstLowInvalidHeapAttributeNumber;
+		int			j = attnum > 0 ? index_column_of(index, attnum) : -1;
+
+		if (j < 0 || !column_equal_image(index, j))
+			return false;
+	}
+	return true;
+}
+
+/* Is partition key column i an index key column with the same equality? */
+static bool
+column_determined(Relation index, PartitionKey key, int i)
+{
+	Oid			ptkey_eqop;
+	int			nkeyatts = IndexRelationGetNumberOfKeyAttributes(index);
+
+	ptkey_eqop = get_opfamily_member(key->partopfamily[i],
+									 key->partopcintype[i],
+									 key->partopcintype[i],
+									 key->strategy == PARTITION_STRATEGY_HASH ?
+									 HTEqualStrategyNumber :
+									 BTEqualStrategyNumber);
+	for (int j = 0; j < nkeyatts; j++)
+	{
+		Oid			idx_eqop;
+
+		if (index->rd_index->indkey.values[j] != key->partattrs[i] ||
+			index->rd_indcollation[j] != key->partcollation[i])
+			continue;
+		idx_eqop = get_opfamily_member(index->rd_opfamily[j],
+									   index->rd_opcintype[j],
+									   index->rd_opcintype[j],
+									   BTEqualStrategyNumber);
+		if (OidIsValid(idx_eqop) && idx_eqop == ptkey_eqop)
+			return true;
+	}
+	return false;
+}
+
+/*
  * Does the partition key of the table under partitioned index "index" send
- * equal index keys to the same partition?  The same test DefineIndex makes
- * for a unique btree index on a partitioned table.
+ * equal index keys to the same partition?  Yes if every partition key
+ * column is an index key column with the same equality (the test
+ * DefineIndex makes for a unique btree index on a partitioned table), and
+ * also if a partition key expression depends only on index key columns
+ * whose equality is image equality.
  */
 static bool
 partition_key_determined(Relation index, Relation table)
 {
 	PartitionKey key = RelationGetPartitionKey(table);
-	int			nkeyatts = IndexRelationGetNumberOfKeyAttributes(index);
+	ListCell   *partexpr = list_head(key->partexprs);
 
 	for (int i = 0; i < key->partnatts; i++)
 	{
-		bool		found = false;
-		Oid			ptkey_eqop;
-
 		if (key->partattrs[i] == 0)
-			return false;		/* an expression */
-
-		ptkey_eqop = get_opfamily_member(key->partopfamily[i],
-										 key->partopcintype[i],
-										 key->partopcintype[i],
-										 key->strategy == PARTITION_STRATEGY_HASH ?
-										 HTEqualStrategyNumber :
-										 BTEqualStrategyNumber);
-
-		for (int j = 0; j < nkeyatts && !found; j++)
 		{
-			Oid			idx_eqop;
+			Node	   *expr = lfirst(partexpr);
 
-			if (index->rd_index->indkey.values[j] != key->partattrs[i] ||
-				index->rd_indcollation[j] != key->partcollation[i])
-				continue;
-			idx_eqop = get_opfamily_member(index->rd_opfamily[j],
-										   index->rd_opcintype[j],
-										   index->rd_opcintype[j],
-										   BTEqualStrategyNumber);
-			found = OidIsValid(idx_eqop) && idx_eqop == ptkey_eqop;
+			partexpr = lnext(key->partexprs, partexpr);
+			if (!expression_determined(index, expr))
+				return false;
 		}
-		if (!found)
+		else if (!column_determined(index, key, i))
 			return false;
 	}
 	return true;

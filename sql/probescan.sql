@@ -73,4 +73,27 @@ INSERT INTO log SELECT 6000 + g FROM generate_series(1, 50) g;
 INSERT INTO log VALUES (7001), (102);
 SELECT count(*), count(DISTINCT b) FROM t;
 
+-- A key with many dead entries spread over several leaf pages, with and
+-- without deduplication: the probe walks right past them to the live row,
+-- whose heap TID is the highest and so sorts last.
+CREATE TABLE dv (a int, b int, d int) PARTITION BY RANGE (a);
+CREATE TABLE dv1 PARTITION OF dv FOR VALUES FROM (0) TO (10);
+CREATE TABLE dv2 PARTITION OF dv FOR VALUES FROM (10) TO (20);
+ALTER TABLE dv1 SET (autovacuum_enabled = off);
+CREATE UNIQUE INDEX dv_b ON dv USING gunique (b) WITH (deduplicate_items = off);
+CREATE UNIQUE INDEX dv_d ON dv USING gunique (d);
+DO $$
+BEGIN
+	FOR i IN 1..1500 LOOP
+		INSERT INTO gps.dv VALUES (1, 1, 1);
+		DELETE FROM gps.dv WHERE a = 1;
+	END LOOP;
+	INSERT INTO gps.dv VALUES (2, 1, 1);
+END $$;
+SELECT pg_relation_size('dv1_b_idx') / current_setting('block_size')::int > 4 AS several_pages;
+INSERT INTO dv VALUES (11, 1, 11);
+INSERT INTO dv VALUES (12, 12, 1);
+INSERT INTO dv VALUES (13, 13, 13);
+SELECT tableoid::regclass, * FROM dv ORDER BY a;
+
 DROP SCHEMA gps CASCADE;

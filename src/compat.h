@@ -60,4 +60,13 @@
 	index_beginscan((heap), (index), (snapshot), (nkeys), 0)
 #endif
 
+/* PostgreSQL 17 gave _bt_search the heap relation and took its snapshot. */
+#if PG_VERSION_NUM >= 170000
+#define gunique_bt_search(rel, heaprel, key, bufP) \
+	_bt_search((rel), (heaprel), (key), (bufP), BT_READ)
+#else
+#define gunique_bt_search(rel, heaprel, key, bufP) \
+	_bt_search((rel), (key), (bufP), BT_READ, NULL)
+#endif
+
 #endif							/* GUNIQUE_COMPAT_H */

@@ -59,13 +59,6 @@
 #include "stats.h"
 #include "summary.h"
 
-typedef struct ProbeKey
-{
-	int			nkeys;
-	ScanKeyData scankeys[INDEX_MAX_KEYS];
-	uint32		hash;			/* picks the key lock */
-} ProbeKey;
-
 /* What looking in the leaves found. */
 typedef struct ProbeFinding
 {
@@ -105,27 +98,6 @@ key_hash(ProbeGroup *pg, Datum *values, bool *isnull)
 	return hash;
 }
 
-static void
-probe_key_init(ProbeKey *key, ProbeGroup *pg, Datum *values, bool *isnull)
-{
-	key->nkeys = pg->nkeys;
-	for (int i = 0; i < pg->nkeys; i++)
-	{
-		if (isnull[i])
-			ScanKeyEntryInitialize(&key->scankeys[i],
-								   SK_ISNULL | SK_SEARCHNULL,
-								   i + 1, InvalidStrategy, InvalidOid,
-								   pg->collation[i], InvalidOid,
-								   (Datum) 0);
-		else
-			ScanKeyEntryInitialize(&key->scankeys[i], 0, i + 1,
-								   BTEqualStrategyNumber, InvalidOid,
-								   pg->collation[i], pg->eqproc[i],
-								   values[i]);
-	}
-	key->hash = key_hash(pg, values, isnull);
-}
-
 /*
  * A duplicate in the inserter's own partition reads exactly as nbtree's
  * report; one in another partition names that partition.
@@ -153,38 +125,157 @@ report_conflict(Relation index, Relation heap, Relation holder,
 			 errtableconstraint(heap, RelationGetRelationName(index))));
 }
 
+/* Point the leaf's insertion scan key at the key being inserted. */
+static void
+set_search_key(ProbeScan *ps, int nkeys, Datum *values, bool *isnull)
+{
+	BTScanInsert key = ps->itup_key;
+	int16	   *indoption = ps->index->rd_indoption;
+
+	key->keysz = nkeys;
+	key->scantid = NULL;
+	key->anynullkeys = false;
+	for (int i = 0; i < nkeys; i++)
+	{
+		key->scankeys[i].sk_argument = isnull[i] ? (Datum) 0 : values[i];
+		key->scankeys[i].sk_flags = (isnull[i] ? SK_ISNULL : 0) |
+			(indoption[i] << SK_BT_INDOPTION_SHIFT);
+		key->anynullkeys |= isnull[i];
+	}
+}
+
 /*
- * Look for the key in one leaf, through the statement's open scan of it.
- * Returns the leaf's table if it holds the key live or inserted by this
- * transaction (a violation); otherwise records in *finding the first
- * transaction in progress that holds the key.
+ * Check one heap TID an entry with the key points to, as _bt_check_unique
+ * does.  Returns true if it is a live row or this transaction's (a
+ * violation); otherwise records in *finding the first transaction in
+ * progress that inserted or deleted it.
+ */
+static bool
+probe_tid(ProbeScan *ps, ItemPointer htid, ProbeFinding *finding)
+{
+	ItemPointerData tid = *htid;
+	bool		call_again = false;
+	bool		all_dead = false;
+	TransactionId xwait;
+
+	if (!table_index_fetch_tuple(ps->fetch, &tid, &ps->dirty, ps->slot,
+								 &call_again, &all_dead))
+		return false;
+	xwait = TransactionIdIsValid(ps->dirty.xmin) ?
+		ps->dirty.xmin : ps->dirty.xmax;
+	if (!TransactionIdIsValid(xwait))
+		return true;
+	if (!TransactionIdIsValid(finding->xwait))
+	{
+		finding->xwait = xwait;
+		finding->speculative_token = ps->dirty.speculativeToken;
+		finding->tid = tid;
+		finding->heapoid = RelationGetRelid(ps->heap);
+	}
+	return false;
+}
+
+/* The first item on a leaf page that is not less than the key. */
+static OffsetNumber
+first_candidate(Relation rel, BTScanInsert key, Page page)
+{
+	OffsetNumber low = P_FIRSTDATAKEY(BTPageGetOpaque(page));
+	OffsetNumber high = PageGetMaxOffsetNumber(page) + 1;
+
+	while (low < high)
+	{
+		OffsetNumber mid = low + (high - low) / 2;
+
+		if (_bt_compare(rel, key, page, mid) > 0)
+			low = mid + 1;
+		else
+			high = mid;
+	}
+	return low;
+}
+
+/* Check the entries equal to the key on one page, from offset "off". */
+static bool
+probe_page(ProbeScan *ps, Page page, OffsetNumber off, bool *past_key,
+		   ProbeFinding *finding)
+{
+	OffsetNumber maxoff = PageGetMaxOffsetNumber(page);
+
+	for (; off <= maxoff; off++)
+	{
+		ItemId		iid = PageGetItemId(page, off);
+		IndexTuple	itup;
+
+		if (_bt_compare(ps->index, ps->itup_key, page, off) != 0)
+		{
+			*past_key = true;
+			return false;
+		}
+		if (ItemIdIsDead(iid))
+			continue;			/* known dead to everyone */
+		itup = (IndexTuple) PageGetItem(page, iid);
+		if (!BTreeTupleIsPosting(itup))
+		{
+			if (probe_tid(ps, &itup->t_tid, finding))
+				return true;
+			continue;
+		}
+		for (int i = 0; i < BTreeTupleGetNPosting(itup); i++)
+			if (probe_tid(ps, BTreeTupleGetPostingN(itup, i), finding))
+				return true;
+	}
+	return false;
+}
+
+/*
+ * Look for the key in one leaf: one descent of its btree to the first entry
+ * not less than the key, then every equal entry, moving right while the
+ * high key equals the key (as nbtree's own unique check does).  Returns the
+ * leaf's table if it holds the key live or inserted by this transaction (a
+ * violation); otherwise records in *finding the first transaction in
+ * progress that holds the key.
  */
 static Oid
-probe_leaf(ProbeScan *ps, ProbeKey *key, ProbeFinding *finding)
+probe_leaf(ProbeScan *ps, int nkeys, Datum *values, bool *isnull,
+		   ProbeFinding *finding)
 {
-	Oid			conflict = InvalidOid;
+	Relation	rel = ps->index;
+	Buffer		buf;
+	Page		page;
+	BTPageOpaque opaque;
+	OffsetNumber off;
+	bool		conflict = false;
+	bool		past_key = false;
 
-	index_rescan(ps->scan, key->scankeys, key->nkeys, NULL, 0);
-	while (index_getnext_slot(ps->scan, ForwardScanDirection, ps->slot))
+	set_search_key(ps, nkeys, values, isnull);
+	_bt_freestack(gunique_bt_search(rel, ps->heap, ps->itup_key, &buf));
+	if (!BufferIsValid(buf))
+		return InvalidOid;		/* the btree is empty */
+
+	page = BufferGetPage(buf);
+	off = first_candidate(rel, ps->itup_key, page);
+	for (;;)
 	{
-		TransactionId xwait = TransactionIdIsValid(ps->dirty.xmin) ?
-			ps->dirty.xmin : ps->dirty.xmax;
-
-		if (!TransactionIdIsValid(xwait))
-		{
-			conflict = RelationGetRelid(ps->heap);
+		conflict = probe_page(ps, page, off, &past_key, finding);
+		opaque = BTPageGetOpaque(page);
+		if (conflict || past_key || P_RIGHTMOST(opaque) ||
+			_bt_compare(rel, ps->itup_key, page, P_HIKEY) != 0)
 			break;
-		}
-		if (!TransactionIdIsValid(finding->xwait))
+		/* Equal keys may continue on the next page that is not deleted. */
+		do
 		{
-			finding->xwait = xwait;
-			finding->speculative_token = ps->dirty.speculativeToken;
-			finding->tid = ps->slot->tts_tid;
-			finding->heapoid = RelationGetRelid(ps->heap);
-		}
+			if (P_RIGHTMOST(opaque))
+				elog(ERROR, "fell off the end of index \"%s\"",
+					 RelationGetRelationName(rel));
+			buf = _bt_relandgetbuf(rel, buf, opaque->btpo_next, BT_READ);
+			page = BufferGetPage(buf);
+			opaque = BTPageGetOpaque(page);
+		} while (P_IGNORE(opaque));
+		off = P_FIRSTDATAKEY(opaque);
 	}
+	_bt_relbuf(rel, buf);
 	gunique_probescan_done(ps);
-	return conflict;
+	return conflict ? RelationGetRelid(ps->heap) : InvalidOid;
 }
 
 /*
@@ -195,12 +286,11 @@ probe_leaf(ProbeScan *ps, ProbeKey *key, ProbeFinding *finding)
  * *finding.
  */
 static Oid
-probe_group(ProbeGroup *pg, bool own_new, ProbeKey *key,
-			ProbeFinding *finding, Datum *values, bool *isnull,
-			uint64 *counts)
+probe_group(ProbeGroup *pg, bool own_new, ProbeFinding *finding,
+			Datum *values, bool *isnull, uint64 *counts)
 {
 	Oid			conflict = InvalidOid;
-	bool		summarized = key->nkeys == 1 && !isnull[0];
+	bool		summarized = pg->nkeys == 1 && !isnull[0];
 	ProbeScanContext cxt;
 
 	memset(finding, 0, sizeof(ProbeFinding));
@@ -217,7 +307,7 @@ probe_group(ProbeGroup *pg, bool own_new, ProbeKey *key,
 			continue;
 		}
 		counts[GUNIQUE_STAT_LEAVES_PROBED]++;
-		conflict = probe_leaf(ps, key, finding);
+		conflict = probe_leaf(ps, pg->nkeys, values, isnull, finding);
 	}
 	counts[GUNIQUE_STAT_PROBES]++;
 	gunique_probescan_leave(&cxt);
@@ -277,7 +367,6 @@ gunique_probe_insert(Relation index, Datum *values, bool *isnull,
 {
 	bool		skip_self = checkUnique == UNIQUE_CHECK_PARTIAL;
 	ProbeGroup *pg;
-	ProbeKey	key;
 	LWLock	   *keylock;
 	bool		result;
 	uint64		counts[GUNIQUE_NSTATS] = {0};
@@ -312,13 +401,13 @@ gunique_probe_insert(Relation index, Datum *values, bool *isnull,
 			return insert_unprobed(index, pg->own_summary, values, isnull,
 								   heap_tid, heap, checkUnique,
 								   indexUnchanged, indexInfo, counts);
-		probe_key_init(&key, pg, values, isnull);
-		keylock = gunique_keylock_for(pg->topindex, key.hash);
+		keylock = gunique_keylock_for(pg->topindex,
+									  key_hash(pg, values, isnull));
 
 		LWLockAcquire(keylock, LW_EXCLUSIVE);
 		own_new = widen_own_summary(pg->own_summary, values, isnull,
-									key.nkeys);
-		conflict = probe_group(pg, own_new, &key, &finding, values, isnull,
+									pg->nkeys);
+		conflict = probe_group(pg, own_new, &finding, values, isnull,
 							   counts);
 		if (!OidIsValid(conflict) && !TransactionIdIsValid(finding.xwait))
 			break;

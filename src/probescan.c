@@ -4,10 +4,10 @@
  *	  Index scans on the leaves of gunique trees, kept open for a statement.
  *
  * Every row inserted into a gunique tree looks its key up in the other
- * leaves.  Opening the leaf's relations, beginning an index scan and making
- * a tuple slot for every lookup costs more than the btree descent itself,
- * so the first probe of a statement opens them and later probes only rescan
- * with the new key.
+ * leaves.  Opening the leaf's relations, making an insertion scan key, a
+ * heap fetch state and a tuple slot for every lookup costs more than the
+ * btree descent itself, so the first probe of a statement makes them and
+ * later probes only set the key's arguments and descend (probe.c).
  *
  * The scans outlive the executor's memory and resource owners, so they live
  * in a memory context of their own and everything they pin or open belongs
@@ -25,8 +25,8 @@
  *	 - on transaction abort, by forgetting them: the transaction's resource
  *	   owner releases their pins and references itself.
  *
- * Between probes a scan keeps no buffer pinned: btree drops its pin when a
- * scan runs off the key, and gunique_probescan_done drops the heap's.
+ * Between probes a scan keeps no buffer pinned: the probe releases the
+ * btree page it searched, and gunique_probescan_done drops the heap's.
  *
  *-------------------------------------------------------------------------
  */
@@ -95,7 +95,7 @@ gunique_probescan_leave(ProbeScanContext *cxt)
  * both relations for the transaction.
  */
 ProbeScan *
-gunique_probescan_get(Oid heapoid, Oid indexoid, int nkeys)
+gunique_probescan_get(Oid heapoid, Oid indexoid)
 {
 	ProbeScan  *ps;
 	bool		found;
@@ -122,8 +122,10 @@ gunique_probescan_get(Oid heapoid, Oid indexoid, int nkeys)
 		ps->heap = table_open(heapoid, NoLock);
 		ps->index = index_open(indexoid, NoLock);
 		InitDirtySnapshot(ps->dirty);
-		ps->scan = gunique_index_beginscan(ps->heap, ps->index, &ps->dirty,
-										   nkeys);
+		ps->itup_key = _bt_mkscankey(ps->index, NULL);
+		_bt_metaversion(ps->index, &ps->itup_key->heapkeyspace,
+						&ps->itup_key->allequalimage);
+		ps->fetch = table_index_fetch_begin(ps->heap);
 		ps->slot = table_slot_create(ps->heap, NULL);
 		ps->summary = gunique_summary_for(ps->index);
 	}
@@ -141,8 +143,7 @@ void
 gunique_probescan_done(ProbeScan *ps)
 {
 	ExecClearTuple(ps->slot);
-	if (ps->scan->xs_heapfetch)
-		table_index_fetch_reset(ps->scan->xs_heapfetch);
+	table_index_fetch_reset(ps->fetch);
 }
 
 /* Copy the tree's key description into the group. */
@@ -202,8 +203,7 @@ group_open(ProbeGroup *pg, GuniqueLeaf *leaves, int nleaves)
 	for (int i = 0; i < nleaves; i++)
 	{
 		ProbeScan  *ps = gunique_probescan_get(leaves[i].heapoid,
-											   leaves[i].indexoid,
-											   pg->nkeys);
+											   leaves[i].indexoid);
 
 		if (ps->summary != NULL && gunique_summary_needs_compute(ps->summary))
 			gunique_summary_compute(ps->summary, ps->heap, ps->index);
@@ -322,7 +322,7 @@ gunique_probescan_release_all(void)
 		while ((ps = hash_seq_search(&status)) != NULL)
 		{
 			ExecDropSingleTupleTableSlot(ps->slot);
-			index_endscan(ps->scan);
+			table_index_fetch_end(ps->fetch);
 			index_close(ps->index, NoLock);
 			table_close(ps->heap, NoLock);
 		}

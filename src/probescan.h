@@ -9,6 +9,8 @@
 #define GUNIQUE_PROBESCAN_H
 
 #include "access/genam.h"
+#include "access/nbtree.h"
+#include "access/relscan.h"
 #include "executor/tuptable.h"
 #include "utils/rel.h"
 #include "utils/resowner.h"
@@ -16,17 +18,22 @@
 
 #include "summary.h"
 
-/* An open dirty-snapshot scan of one leaf index. */
+/*
+ * What a statement needs to search one leaf index for keys: the open
+ * relations, an insertion scan key to descend the btree with, and a dirty
+ * snapshot to fetch the heap tuples its entries point to.
+ */
 typedef struct ProbeScan
 {
 	Oid			indexoid;		/* hash key */
 	Relation	heap;
 	Relation	index;
-	IndexScanDesc scan;
+	BTScanInsert itup_key;		/* arguments set per key searched */
+	IndexFetchTableData *fetch;
 	TupleTableSlot *slot;
 	GuniqueSummary *summary;	/* the leaf's key-range summary, or NULL */
-	SnapshotData dirty;			/* the scan's snapshot; HeapTupleSatisfiesDirty
-								 * leaves the matching tuple's xmin/xmax here */
+	SnapshotData dirty;			/* HeapTupleSatisfiesDirty leaves the matching
+								 * tuple's xmin/xmax here */
 } ProbeScan;
 
 /*
@@ -64,7 +71,7 @@ typedef struct ProbeScanContext
 extern void gunique_probescan_init(void);
 extern void gunique_probescan_enter(ProbeScanContext *cxt);
 extern void gunique_probescan_leave(ProbeScanContext *cxt);
-extern ProbeScan *gunique_probescan_get(Oid heapoid, Oid indexoid, int nkeys);
+extern ProbeScan *gunique_probescan_get(Oid heapoid, Oid indexoid);
 extern void gunique_probescan_done(ProbeScan *ps);
 extern ProbeGroup *gunique_probescan_group(Relation index, bool skip_self);
 extern void gunique_probescan_release_all(void);

@@ -79,4 +79,44 @@ DELETE FROM t WHERE a = 15 AND b = 1;
 CREATE UNIQUE INDEX t_b ON t USING gunique (b);
 DROP INDEX t1_b_idx;
 
+-- ATTACH to a tree that was unique merges the other partitions only over
+-- the key range of the attached rows; duplicates are found at the range's
+-- ends, with descending keys and on multi-column keys.
+CREATE TABLE ar (a int, b int, c text) PARTITION BY RANGE (a);
+CREATE TABLE ar1 PARTITION OF ar FOR VALUES FROM (0) TO (100);
+CREATE TABLE ar2 PARTITION OF ar FOR VALUES FROM (100) TO (200);
+INSERT INTO ar SELECT g, g, 'x' || g FROM generate_series(0, 199) g;
+CREATE UNIQUE INDEX ar_b ON ar USING gunique (b DESC);
+CREATE UNIQUE INDEX ar_cb ON ar USING gunique (c, b);
+CREATE TABLE ar3 (a int, b int, c text);
+INSERT INTO ar3 SELECT g, g, 'y' || g FROM generate_series(200, 299) g;
+INSERT INTO ar3 VALUES (250, 0, 'z');			-- the smallest old key
+ALTER TABLE ar ATTACH PARTITION ar3 FOR VALUES FROM (200) TO (300);
+UPDATE ar3 SET b = 199 WHERE b = 0;				-- the largest
+ALTER TABLE ar ATTACH PARTITION ar3 FOR VALUES FROM (200) TO (300);
+UPDATE ar3 SET b = 300, c = 'x5' WHERE b = 199;	-- (c, b) differs in b
+ALTER TABLE ar ATTACH PARTITION ar3 FOR VALUES FROM (200) TO (300);
+SELECT count(*) FROM ar;
+ALTER TABLE ar DETACH PARTITION ar3;
+DROP INDEX ar_b;
+UPDATE ar3 SET b = 5 WHERE b = 300;				-- (c, b) = ('x5', 5) twice
+ALTER TABLE ar ATTACH PARTITION ar3 FOR VALUES FROM (200) TO (300);
+UPDATE ar3 SET c = NULL WHERE b = 5;			-- NULLs are distinct
+ALTER TABLE ar ATTACH PARTITION ar3 FOR VALUES FROM (200) TO (300);
+-- an attached table without rows, or with only NULL keys
+CREATE TABLE ar4 (a int, b int, c text);
+ALTER TABLE ar ATTACH PARTITION ar4 FOR VALUES FROM (300) TO (400);
+CREATE TABLE ar5 (a int, b int, c text);
+INSERT INTO ar5 VALUES (400, NULL, NULL), (401, NULL, NULL);
+ALTER TABLE ar ATTACH PARTITION ar5 FOR VALUES FROM (400) TO (500);
+SELECT * FROM gunique_verify('ar_cb');
+-- with NULLS NOT DISTINCT every key is merged: the NULLs collide
+UPDATE ar SET b = 301 WHERE a = 250 AND c IS NULL;
+CREATE UNIQUE INDEX ar_nn ON ar USING gunique (b) NULLS NOT DISTINCT;
+DELETE FROM ar5 WHERE a = 401;
+CREATE UNIQUE INDEX ar_nn ON ar USING gunique (b) NULLS NOT DISTINCT;
+CREATE TABLE ar6 (a int, b int, c text);
+INSERT INTO ar6 VALUES (500, NULL, 'n');
+ALTER TABLE ar ATTACH PARTITION ar6 FOR VALUES FROM (500) TO (600);
+
 DROP SCHEMA gl CASCADE;

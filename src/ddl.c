@@ -240,7 +240,7 @@ finish_tree(Oid topindex, Oid attached)
 {
 	gunique_tree_set_unique(topindex, true);
 	if (gunique_index_is_valid(topindex))
-		gunique_check_tree(topindex, attached);
+		gunique_check_tree(topindex, attached, InvalidOid);
 }
 
 static void
@@ -362,6 +362,7 @@ attach_table(UtilityCall *call, AlterTableStmt *stmt, PartitionCmd *cmd)
 											   ShareUpdateExclusiveLock);
 	Oid			child;
 	List	   *tops;
+	List	   *valid_tops = NIL;
 	ListCell   *lc;
 
 	if (!OidIsValid(parent) || (tops = gunique_tops_of_table(parent)) == NIL)
@@ -369,6 +370,15 @@ attach_table(UtilityCall *call, AlterTableStmt *stmt, PartitionCmd *cmd)
 		call_standard(call, false);
 		return;
 	}
+
+	/*
+	 * A tree that was valid before held unique keys: only the attached rows
+	 * need checking against it (merge.c).  One that becomes valid now is
+	 * checked whole.
+	 */
+	foreach(lc, tops)
+		if (gunique_index_is_valid(lfirst_oid(lc)))
+			valid_tops = lappend_oid(valid_tops, lfirst_oid(lc));
 
 	/* ATExecAttachPartition locks the table being attached this way. */
 	child = RangeVarGetRelid(cmd->name, AccessExclusiveLock, true);
@@ -379,7 +389,15 @@ attach_table(UtilityCall *call, AlterTableStmt *stmt, PartitionCmd *cmd)
 
 	CommandCounterIncrement();
 	foreach(lc, tops)
-		finish_tree(lfirst_oid(lc), child);
+	{
+		Oid			top = lfirst_oid(lc);
+
+		gunique_tree_set_unique(top, true);
+		if (gunique_index_is_valid(top))
+			gunique_check_tree(top, child,
+							   list_member_oid(valid_tops, top) ? child :
+							   InvalidOid);
+	}
 }
 
 /* ALTER INDEX parent ATTACH PARTITION child */

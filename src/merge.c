@@ -8,7 +8,9 @@
  * equal keys next to each other wherever they live, so one pass finds every
  * duplicate across and within partitions: O(N log P) comparisons for N
  * entries in P leaves.  The heap is visited only for keys that occur more
- * than once, to tell live rows from dead ones.
+ * than once, to tell live rows from dead ones.  ATTACH to a tree that was
+ * already unique merges the other leaves only over the key range of the
+ * attached rows.
  *
  * The caller must hold a lock that keeps writers out of every leaf for the
  * duration of the check; gunique_check_tree takes ShareLock on each leaf
@@ -24,6 +26,7 @@
 #include "access/table.h"
 #include "access/tableam.h"
 #include "catalog/index.h"
+#include "catalog/partition.h"
 #include "catalog/pg_index.h"
 #include "commands/progress.h"
 #include "executor/tuptable.h"
@@ -35,6 +38,7 @@
 #include "utils/memutils.h"
 #include "utils/rel.h"
 #include "utils/snapmgr.h"
+#include "utils/sortsupport.h"
 
 #include "compat.h"
 #include "merge.h"
@@ -50,16 +54,14 @@ typedef struct MergeCursor
 	ItemPointerData tid;
 	Datum		values[INDEX_MAX_KEYS];
 	bool		isnull[INDEX_MAX_KEYS];
+	bool		skip;			/* holds nothing the merge needs */
 } MergeCursor;
 
 typedef struct MergeState
 {
 	int			nkeys;
 	bool		nulls_not_distinct;
-	FmgrInfo	cmp[INDEX_MAX_KEYS];
-	Oid			collation[INDEX_MAX_KEYS];
-	bool		desc[INDEX_MAX_KEYS];
-	bool		nulls_first[INDEX_MAX_KEYS];
+	SortSupportData ssup[INDEX_MAX_KEYS];	/* index order of each column */
 	int16		typlen[INDEX_MAX_KEYS];
 	bool		typbyval[INDEX_MAX_KEYS];
 	int			ncursors;
@@ -87,6 +89,37 @@ typedef struct MergeEntry
 	ItemPointerData tid;
 } MergeEntry;
 
+/*
+ * Compare column i of the index in index order, through the opclass's sort
+ * support if it has one (a direct comparator for most types), else through
+ * its comparison function.  PrepareSortSupportFromIndexRel would do this,
+ * but accepts only btree's own relations.
+ */
+static void
+merge_sortsupport_init(SortSupport ssup, Relation index, int i)
+{
+	Oid			opfamily = index->rd_opfamily[i];
+	Oid			opcintype = index->rd_opcintype[i];
+	Oid			sortsupport;
+
+	memset(ssup, 0, sizeof(SortSupportData));
+	ssup->ssup_cxt = CurrentMemoryContext;
+	ssup->ssup_collation = index->rd_indcollation[i];
+	ssup->ssup_reverse = (index->rd_indoption[i] & INDOPTION_DESC) != 0;
+	ssup->ssup_nulls_first = (index->rd_indoption[i] & INDOPTION_NULLS_FIRST) != 0;
+	ssup->ssup_attno = i + 1;
+
+	sortsupport = get_opfamily_proc(opfamily, opcintype, opcintype,
+									BTSORTSUPPORT_PROC);
+	if (OidIsValid(sortsupport))
+		OidFunctionCall1(sortsupport, PointerGetDatum(ssup));
+	if (ssup->comparator == NULL)
+		PrepareSortSupportComparisonShim(get_opfamily_proc(opfamily, opcintype,
+														   opcintype,
+														   BTORDER_PROC),
+										 ssup);
+}
+
 static void
 merge_state_init(MergeState *state, Relation index)
 {
@@ -96,12 +129,7 @@ merge_state_init(MergeState *state, Relation index)
 	{
 		Form_pg_attribute att = TupleDescAttr(RelationGetDescr(index), i);
 
-		fmgr_info_copy(&state->cmp[i],
-					   index_getprocinfo(index, i + 1, BTORDER_PROC),
-					   CurrentMemoryContext);
-		state->collation[i] = index->rd_indcollation[i];
-		state->desc[i] = (index->rd_indoption[i] & INDOPTION_DESC) != 0;
-		state->nulls_first[i] = (index->rd_indoption[i] & INDOPTION_NULLS_FIRST) != 0;
+		merge_sortsupport_init(&state->ssup[i], index, i);
 		state->typlen[i] = att->attlen;
 		state->typbyval[i] = att->attbyval;
 	}
@@ -116,21 +144,11 @@ merge_compare_keys(MergeState *state, Datum *v1, bool *n1, Datum *v2, bool *n2)
 {
 	for (int i = 0; i < state->nkeys; i++)
 	{
-		int32		c;
+		int			c = ApplySortComparator(v1[i], n1[i], v2[i], n2[i],
+											&state->ssup[i]);
 
-		if (n1[i] || n2[i])
-		{
-			if (n1[i] && n2[i])
-				continue;
-			c = n1[i] ? -1 : 1;
-			if (!state->nulls_first[i])
-				c = -c;
-			return c;
-		}
-		c = DatumGetInt32(FunctionCall2Coll(&state->cmp[i], state->collation[i],
-											v1[i], v2[i]));
 		if (c != 0)
-			return state->desc[i] ? -c : c;
+			return c;
 	}
 	return 0;
 }
@@ -184,6 +202,137 @@ merge_cursor_close(MergeCursor *cursor)
 	index_endscan(cursor->scan);
 	index_close(cursor->index, NoLock);
 	table_close(cursor->heap, NoLock);
+}
+
+/*
+ * ATTACH: the rows already in the tree were unique among themselves, so only
+ * keys equal to a key of the attached leaves matter, and the old leaves need
+ * to be merged only over the range of the attached leaves' first key column.
+ * With keys that follow the partitioning, that range holds none of theirs.
+ */
+typedef struct MergeRange
+{
+	bool		found;			/* the attached leaves hold a non-NULL key */
+	Datum		first;			/* their smallest first column, index order */
+	Datum		last;			/* and their largest */
+} MergeRange;
+
+/* Is the leaf under the table being attached? */
+static bool
+leaf_is_attached(GuniqueLeaf *leaf, Oid attached)
+{
+	List	   *ancestors;
+	bool		result;
+
+	if (leaf->heapoid == attached)
+		return true;
+	ancestors = get_partition_ancestors(leaf->heapoid);
+	result = list_member_oid(ancestors, attached);
+	list_free(ancestors);
+	return result;
+}
+
+/*
+ * Widen the range by a leaf's first non-NULL first column in one direction,
+ * dead entries included.
+ */
+static void
+merge_range_widen(MergeState *state, MergeCursor *cursor, ScanDirection dir,
+				  MergeRange *range)
+{
+	SortSupport ssup = &state->ssup[0];
+	ScanKeyData notnull;
+	IndexScanDesc scan;
+	Datum		value;
+	bool		isnull;
+
+	ScanKeyEntryInitialize(&notnull, SK_ISNULL | SK_SEARCHNOTNULL, 1,
+						   InvalidStrategy, InvalidOid, InvalidOid,
+						   InvalidOid, (Datum) 0);
+	scan = gunique_index_beginscan(cursor->heap, cursor->index, SnapshotAny, 1);
+	scan->xs_want_itup = true;
+	index_rescan(scan, &notnull, 1, NULL, 0);
+	if (index_getnext_tid(scan, dir) != NULL)
+	{
+		value = index_getattr(scan->xs_itup, 1, scan->xs_itupdesc, &isnull);
+		Assert(!isnull);
+		value = datumCopy(value, state->typbyval[0], state->typlen[0]);
+		if (!range->found)
+			range->first = range->last = value;
+		else if (ApplySortComparator(value, false, range->first, false, ssup) < 0)
+			range->first = value;
+		else if (ApplySortComparator(value, false, range->last, false, ssup) > 0)
+			range->last = value;
+		range->found = true;
+	}
+	index_endscan(scan);
+}
+
+/* A scan key bounding the first key column: "strategy" against "value". */
+static void
+merge_bound_key(ScanKey key, Relation index, StrategyNumber strategy,
+				Datum value)
+{
+	Oid			opfamily = index->rd_opfamily[0];
+	Oid			opcintype = index->rd_opcintype[0];
+	Oid			op = get_opfamily_member(opfamily, opcintype, opcintype,
+										 strategy);
+
+	if (!OidIsValid(op))
+		elog(ERROR, "missing operator %d(%u,%u) in opfamily %u",
+			 strategy, opcintype, opcintype, opfamily);
+	ScanKeyEntryInitialize(key, 0, 1, strategy, opcintype,
+						   index->rd_indcollation[0], get_opcode(op), value);
+}
+
+/*
+ * Limit the old leaves' cursors to the attached leaves' range.  Not with
+ * NULLS NOT DISTINCT, where NULL keys conflict too: then all is merged.
+ */
+static void
+merge_restrict_to_attached(MergeState *state, List *leaves, Oid attached)
+{
+	MergeRange	range = {0};
+	bool	   *isnew = palloc(sizeof(bool) * Max(state->ncursors, 1));
+	ListCell   *lc;
+
+	foreach(lc, leaves)
+	{
+		int			c = foreach_current_index(lc);
+
+		isnew[c] = leaf_is_attached(lfirst(lc), attached);
+		if (isnew[c])
+		{
+			merge_range_widen(state, &state->cursors[c], ForwardScanDirection,
+							  &range);
+			merge_range_widen(state, &state->cursors[c], BackwardScanDirection,
+							  &range);
+		}
+	}
+	for (int c = 0; c < state->ncursors; c++)
+	{
+		MergeCursor *cursor = &state->cursors[c];
+		bool		desc = state->ssup[0].ssup_reverse;
+		ScanKeyData bounds[2];
+
+		if (isnew[c])
+			continue;
+		if (!range.found)
+		{
+			cursor->skip = true;
+			continue;
+		}
+		merge_bound_key(&bounds[0], cursor->index, BTGreaterEqualStrategyNumber,
+						desc ? range.last : range.first);
+		merge_bound_key(&bounds[1], cursor->index, BTLessEqualStrategyNumber,
+						desc ? range.first : range.last);
+		index_endscan(cursor->scan);
+		cursor->scan = gunique_index_beginscan(cursor->heap, cursor->index,
+											   SnapshotAny, 2);
+		cursor->scan->xs_want_itup = true;
+		index_rescan(cursor->scan, bounds, 2, NULL, 0);
+	}
+	pfree(isnew);
 }
 
 /* Is the row behind this index entry visible to the check's snapshot? */
@@ -363,12 +512,13 @@ merge_progress_start(Relation topindex)
 /*
  * Merge the keys of all leaves of the tree under topindex, calling
  * "callback" for every key that two or more live rows share.  Each leaf table
- * is locked in "lockmode".  Rows are live if "snapshot" sees them.  Returns
- * the number of duplicated keys.
+ * is locked in "lockmode".  Rows are live if "snapshot" sees them.  With
+ * "attached", only keys that can equal a key of the leaves under that table
+ * are merged.  Returns the number of duplicated keys.
  */
 int64
 gunique_merge_tree(Oid topindexoid, LOCKMODE lockmode, Snapshot snapshot,
-				   GuniqueDuplicateCallback callback, void *arg)
+				   Oid attached, GuniqueDuplicateCallback callback, void *arg)
 {
 	Relation	topindex = index_open(topindexoid, AccessShareLock);
 	List	   *leaves = gunique_tree_leaves(topindexoid);
@@ -387,13 +537,14 @@ gunique_merge_tree(Oid topindexoid, LOCKMODE lockmode, Snapshot snapshot,
 
 	heap = binaryheap_allocate(Max(state->ncursors, 1), merge_heap_cmp, state);
 	foreach(lc, leaves)
-	{
-		int			c = foreach_current_index(lc);
-
-		merge_cursor_open(&state->cursors[c], lfirst(lc), lockmode);
-		if (merge_cursor_next(state, &state->cursors[c]))
+		merge_cursor_open(&state->cursors[foreach_current_index(lc)],
+						  lfirst(lc), lockmode);
+	if (OidIsValid(attached) && !state->nulls_not_distinct)
+		merge_restrict_to_attached(state, leaves, attached);
+	for (int c = 0; c < state->ncursors; c++)
+		if (!state->cursors[c].skip &&
+			merge_cursor_next(state, &state->cursors[c]))
 			binaryheap_add_unordered(heap, Int32GetDatum(c));
-	}
 	binaryheap_build(heap);
 
 	while (!binaryheap_empty(heap))
@@ -431,14 +582,15 @@ gunique_merge_tree(Oid topindexoid, LOCKMODE lockmode, Snapshot snapshot,
  * tree under topindex, with writers locked out of every leaf.  Raises a
  * unique violation naming the first duplicate key found and the partitions
  * that hold it; "attached" names the table being attached, if that is why
- * the check runs.
+ * the check runs.  With "only_attached" (the same table, when the tree was
+ * valid before it), only keys that can equal its keys are merged.
  *
  * Rows deleted by committed transactions do not count; rows inserted by
  * this transaction do (SnapshotSelf).  With writers locked out, no other
  * transaction is in progress on these rows.
  */
 void
-gunique_check_tree(Oid topindexoid, Oid attached)
+gunique_check_tree(Oid topindexoid, Oid attached, Oid only_attached)
 {
 	Relation	topindex = index_open(topindexoid, AccessShareLock);
 	CheckFirst	first = {0};
@@ -446,7 +598,8 @@ gunique_check_tree(Oid topindexoid, Oid attached)
 
 	merge_progress_start(topindex);
 	nduplicates = gunique_merge_tree(topindexoid, ShareLock, SnapshotSelf,
-									 check_remember_first, &first);
+									 only_attached, check_remember_first,
+									 &first);
 	if (nduplicates > 0)
 		check_report(&first, nduplicates, topindex, attached);
 	pgstat_progress_end_command();

@@ -21,8 +21,9 @@ typedef void (*GuniqueDuplicateCallback) (void *arg, Relation index,
 										  Relation heap1, Relation heap2);
 
 extern int64 gunique_merge_tree(Oid topindex, LOCKMODE lockmode,
-								Snapshot snapshot,
+								Snapshot snapshot, Oid attached,
 								GuniqueDuplicateCallback callback, void *arg);
-extern void gunique_check_tree(Oid topindex, Oid attached);
+extern void gunique_check_tree(Oid topindex, Oid attached,
+							   Oid only_attached);
 
 #endif							/* GUNIQUE_MERGE_H */

@@ -13,15 +13,16 @@
  * (keylock.c):
  *
  *	 open the group's leaves (once per statement, probescan.c);
- *	 lock key; widen own leaf's key-range summary (summary.c);
- *	 look in every leaf of the group, own leaf included, whose summary does
- *	   not rule the key out (own leaf is ruled out when its summary had to
- *	   be widened: the key is new to it, as serial keys are);
+ *	 lock key;
+ *	 look in every leaf of the group, own leaf included, whose key-range
+ *	   summary (summary.c) does not rule the key out: with serial keys that
+ *	   is none, not even own leaf, whose range the key extends;
  *	 a live committed match, or one inserted by this transaction: unlock,
  *	   violation;
  *	 a match inserted or deleted by a transaction in progress: unlock, wait
  *	   for it, start again;
- *	 nothing: insert into own leaf (nbtree re-checks it); unlock.
+ *	 nothing: widen own leaf's summary, insert into own leaf (nbtree
+ *	   re-checks it); unlock.
  *
  * Two inserters of equal keys therefore never both insert before looking:
  * the second to take the key lock sees the first's summary and entry.  An
@@ -280,14 +281,13 @@ probe_leaf(ProbeScan *ps, int nkeys, Datum *values, bool *isnull,
 
 /*
  * Under the key lock: look for the key in every leaf of the group whose
- * summary does not rule it out; own leaf is ruled out when its summary did
- * not cover the key ("own_new").  Returns the table of a leaf that holds the
- * key (a violation) or InvalidOid, with what it found in progress in
- * *finding.
+ * summary does not rule it out, own leaf included.  Returns the table of a
+ * leaf that holds the key (a violation) or InvalidOid, with what it found in
+ * progress in *finding.
  */
 static Oid
-probe_group(ProbeGroup *pg, bool own_new, ProbeFinding *finding,
-			Datum *values, bool *isnull, uint64 *counts)
+probe_group(ProbeGroup *pg, ProbeFinding *finding, Datum *values,
+			bool *isnull, uint64 *counts)
 {
 	Oid			conflict = InvalidOid;
 	bool		summarized = pg->nkeys == 1 && !isnull[0];
@@ -299,8 +299,7 @@ probe_group(ProbeGroup *pg, bool own_new, ProbeFinding *finding,
 	{
 		ProbeScan  *ps = pg->targets[i];
 
-		if (i == pg->self ? own_new :
-			summarized && ps->summary != NULL &&
+		if (summarized && ps->summary != NULL &&
 			gunique_summary_excludes(ps->summary, values[0]))
 		{
 			counts[GUNIQUE_STAT_LEAVES_SKIPPED]++;
@@ -330,18 +329,13 @@ probe_wait(ProbeFinding *finding)
 	table_close(holder, NoLock);
 }
 
-/*
- * Let the index's summary cover the key before nbtree inserts it.  Returns
- * true if the summary did not cover it before: then the index holds no
- * entry with the key.
- */
-static bool
+/* Let the index's summary cover the key before nbtree inserts it. */
+static void
 widen_own_summary(GuniqueSummary *summary, Datum *values, bool *isnull,
 				  int nkeys)
 {
-	if (summary == NULL || nkeys != 1 || isnull[0])
-		return false;
-	return gunique_summary_widen(summary, values[0]);
+	if (summary != NULL && nkeys == 1 && !isnull[0])
+		gunique_summary_widen(summary, values[0]);
 }
 
 /* Insert without a probe: nbtree's own check of the leaf is complete. */
@@ -394,7 +388,6 @@ gunique_probe_insert(Relation index, Datum *values, bool *isnull,
 	{
 		ProbeFinding finding;
 		Oid			conflict;
-		bool		own_new;
 
 		pg = gunique_probescan_group(index, skip_self);
 		if (!pg->needed || key_has_distinct_null(pg, isnull))
@@ -405,10 +398,7 @@ gunique_probe_insert(Relation index, Datum *values, bool *isnull,
 									  key_hash(pg, values, isnull));
 
 		LWLockAcquire(keylock, LW_EXCLUSIVE);
-		own_new = widen_own_summary(pg->own_summary, values, isnull,
-									pg->nkeys);
-		conflict = probe_group(pg, own_new, &finding, values, isnull,
-							   counts);
+		conflict = probe_group(pg, &finding, values, isnull, counts);
 		if (!OidIsValid(conflict) && !TransactionIdIsValid(finding.xwait))
 			break;
 		LWLockRelease(keylock);
@@ -427,9 +417,11 @@ gunique_probe_insert(Relation index, Datum *values, bool *isnull,
 	gunique_stats_add(index, counts);
 
 	/*
-	 * Nobody else holds the key: insert, and let others see it.  An error
-	 * releases the key lock with all other LWLocks.
+	 * Nobody else holds the key: widen own summary (only now, so that a key
+	 * refused or waited for does not widen it), insert, and let others see
+	 * it.  An error releases the key lock with all other LWLocks.
 	 */
+	widen_own_summary(pg->own_summary, values, isnull, pg->nkeys);
 	result = gunique_btinsert(index, values, isnull, heap_tid, heap,
 							  checkUnique, indexUnchanged, indexInfo);
 	LWLockRelease(keylock);

@@ -277,35 +277,25 @@ gunique_summary_for(Relation index)
 	return memo->summary;
 }
 
-/* Widen by a mapped key; true if the key lay outside the summary. */
-static bool
+static void
 summary_widen_key(GuniqueSummary *summary, uint64 key)
 {
 	uint64		cur = pg_atomic_read_u64(&summary->min);
-	bool		below = false;
-	bool		above = false;
 
-	while (key < cur && !below)
-		below = pg_atomic_compare_exchange_u64(&summary->min, &cur, key);
+	while (key < cur &&
+		   !pg_atomic_compare_exchange_u64(&summary->min, &cur, key))
+		;
 	cur = pg_atomic_read_u64(&summary->max);
-	while (key > cur && !above)
-		above = pg_atomic_compare_exchange_u64(&summary->max, &cur, key);
-	return below || above;
+	while (key > cur &&
+		   !pg_atomic_compare_exchange_u64(&summary->max, &cur, key))
+		;
 }
 
-/*
- * Let the summary cover a key; called before the key enters the btree.
- * Returns true if the summary was valid and did not cover the key: then the
- * btree holds no entry with the key, live or dead.
- */
-bool
+/* Let the summary cover a key; called before the key enters the btree. */
+void
 gunique_summary_widen(GuniqueSummary *summary, Datum value)
 {
-	bool		valid = pg_atomic_read_u32(&summary->state) == SUMMARY_VALID;
-
-	pg_read_barrier();
-	return summary_widen_key(summary, summary_map(summary->typid, value)) &&
-		valid;
+	summary_widen_key(summary, summary_map(summary->typid, value));
 }
 
 /* Is the key surely absent from the leaf? */

@@ -20,7 +20,7 @@ extern void gunique_summary_shmem_request(void);
 extern void gunique_summary_shmem_startup(void);
 
 extern GuniqueSummary *gunique_summary_for(Relation index);
-extern bool gunique_summary_widen(GuniqueSummary *summary, Datum value);
+extern void gunique_summary_widen(GuniqueSummary *summary, Datum value);
 extern bool gunique_summary_excludes(GuniqueSummary *summary, Datum value);
 extern bool gunique_summary_needs_compute(GuniqueSummary *summary);
 extern void gunique_summary_compute(GuniqueSummary *summary, Relation heap,

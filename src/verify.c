@@ -166,7 +166,8 @@ gunique_verify(PG_FUNCTION_ARGS)
 
 	/* After the locks, so that a locked check sees everything committed. */
 	snapshot = RegisterSnapshot(lock ? GetLatestSnapshot() : GetActiveSnapshot());
-	(void) gunique_merge_tree(topindex, lockmode, snapshot, verify_duplicate, &out);
+	(void) gunique_merge_tree(topindex, lockmode, snapshot, InvalidOid,
+							 verify_duplicate, &out);
 	UnregisterSnapshot(snapshot);
 
 	return (Datum) 0;

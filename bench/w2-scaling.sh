@@ -1,0 +1,151 @@
+# Workload 2: insert cost per row against the number of partitions.
+#
+# For each partition count in W2_PARTITIONS (1, 6, 32, 128, 512), each key
+# order (correlated: b = a; random: b = a permutation of a) and each
+# contender: w2(a int, b int, c text), range-partitioned on a into that many
+# equal partitions over [0, W2_TOTAL), holds W2_TOTAL - W2_ROWS rows with
+# the enforcement built over them; then the W2_ROWS missing rows (every
+# (W2_TOTAL / W2_ROWS)-th a, so every partition gets its share and keys land
+# between existing keys) are inserted with one INSERT ... SELECT.  Reported:
+# that statement's time / W2_ROWS, in µs per row.  "single" (one
+# unpartitioned table) is measured the same way and drawn as a flat line.
+#
+# The table is loaded once per partition count and key order with all
+# W2_TOTAL rows; each contender starts (untimed) with a CHECKPOINT, deletes
+# the W2_ROWS rows, VACUUMs and builds its enforcement, so every contender
+# inserts into the same table (with the same free space), and the pages it
+# touches have been written since the checkpoint (no full-page images in
+# the timed statement).  W2_TOTAL is chosen so that partitions are large enough for
+# PostgreSQL to plan index scans (not sequential scans) for the trigger
+# contender's lookup even at 512 partitions.
+#
+# Before the timed insert, the session inserts 6 of the timed rows into
+# every partition and rolls them back: caches are warm (relcache, gunique's per-backend cache
+# of the tree, and the trigger contender's plans: PostgreSQL compiles its
+# trigger function for each partition's cloned trigger and plans the lookup
+# 5 times before settling on a generic plan, per partition and per session).
+# A cold session with hundreds of partitions and few rows in each would pay
+# mostly for that planning.
+#
+# Sourced by bench/run; defines workload_2.
+set -euo pipefail
+
+workload_2()
+{
+	local run parts order c list
+	w2_stage
+	list=$W2_PARTITIONS
+	if wanted single; then list="$list -"; fi
+	for ((run = 1; run <= RUNS; run++)); do
+		for parts in $list; do
+			# "-": the unpartitioned table of the contender single
+			{
+				drop_all_sql w2
+				if [ "$parts" = - ]; then
+					echo "CREATE TABLE w2 (a int, b int, c text);"
+				else
+					echo "CREATE TABLE w2 (a int, b int, c text) PARTITION BY RANGE (a);"
+					range_partitions_sql w2 "$parts" 0 "$W2_TOTAL"
+				fi
+			} | sql >/dev/null
+			for order in correlated random; do
+				w2_load "$order"
+				for c in $(rotated $((run - 1))); do
+					# single only on the unpartitioned table, the others only on the partitioned one
+					case "$parts:$c" in
+					-:single | [0-9]*:local | [0-9]*:gunique | [0-9]*:trigger | [0-9]*:sidetable)
+						w2_point "$order" "$c" "$run" "$parts"
+						;;
+					esac
+				done
+			done
+		done
+	done
+	{
+		drop_all_sql w2
+		echo "DROP TABLE w2_base_correlated, w2_new_correlated, w2_base_random, w2_new_random;"
+	} | sql >/dev/null
+}
+
+# The staging tables: the rows already there (base) and the timed rows (new).
+w2_stage()
+{
+	local total=$W2_TOTAL every=$((W2_TOTAL / W2_ROWS))
+	log "w2: staging tables, $W2_ROWS timed rows into $total, partitions $W2_PARTITIONS"
+	sql >/dev/null <<-SQL
+		$(drop_all_sql w2)
+		DROP TABLE IF EXISTS w2_base_correlated, w2_new_correlated, w2_base_random, w2_new_random;
+		CREATE TABLE w2_base_correlated AS
+			SELECT a, a AS b, 'test'::text AS c FROM generate_series(0, $total - 1) a WHERE a % $every <> 0;
+		CREATE TABLE w2_new_correlated AS
+			SELECT a, a AS b, 'test'::text AS c FROM generate_series(0, $total - 1) a WHERE a % $every = 0;
+		CREATE TABLE w2_base_random AS
+			SELECT a, $(perm a) AS b, 'test'::text AS c FROM generate_series(0, $total - 1) a WHERE a % $every <> 0;
+		CREATE TABLE w2_new_random AS
+			SELECT a, $(perm a) AS b, 'test'::text AS c FROM generate_series(0, $total - 1) a WHERE a % $every = 0;
+		VACUUM (FREEZE, ANALYZE) w2_base_correlated, w2_new_correlated, w2_base_random, w2_new_random;
+	SQL
+}
+
+# The SQL that removes the timed rows and their dead tuples.
+w2_reset_sql()
+{
+	echo "DELETE FROM w2 WHERE a % $((W2_TOTAL / W2_ROWS)) = 0;"
+	echo "VACUUM (ANALYZE) w2;"
+}
+
+# Load w2 (created empty) with every row of a key order, in order of a.
+# Each contender then starts by deleting the timed rows (w2_point).
+w2_load()
+{
+	sql >/dev/null <<-SQL
+		TRUNCATE w2;
+		INSERT INTO w2 SELECT a, b, c FROM (SELECT * FROM w2_base_$1 UNION ALL SELECT * FROM w2_new_$1) s ORDER BY a;
+	SQL
+}
+
+# w2_point ORDER CONTENDER RUN PARTITIONS: one point of the plot.
+w2_point()
+{
+	local order=$1 c=$2 run=$3 parts=$4 ms us prelude
+	# The CHECKPOINT comes first: the untimed DELETE and VACUUM then write
+	# the full-page images of the heap pages the timed insert will touch,
+	# and the enforcement is built after it, so the timed insert measures
+	# inserting, not the first write of each page after a checkpoint.
+	prelude=$(
+		echo "CHECKPOINT;"
+		w2_reset_sql
+		enforce_sql "$c" w2 b int "b, a"
+		if [ "$c" = sidetable ]; then echo "VACUUM (ANALYZE) w2_side;"; fi
+		prewarm_sql w2
+		w2_warm_sql "$order" "$parts"
+	)
+	ms=$(echo "INSERT INTO w2 SELECT a, b, c FROM w2_new_$order;" | timed_sql "$prelude")
+	us=$(perl -e 'printf "%.3f", $ARGV[0] * 1000 / $ARGV[1]' "$ms" "$W2_ROWS")
+	record w2 "$order" "$parts" "$c" "$run" "$us" "us/row"
+	log "w2 $order partitions $parts $c run $run: $us µs/row ($ms ms for $W2_ROWS rows)"
+	drop_enforce_sql "$c" w2 | sql >/dev/null
+}
+
+# w2_warm_sql ORDER PARTITIONS: insert 6 of the timed rows into each
+# partition and roll them back.  It comes after every VACUUM and ANALYZE,
+# whose statistics updates would invalidate the plans.  The warm-up rows
+# are timed rows (the only keys in each partition's range that are not in
+# the table), so that they do not widen gunique's key-range summaries
+# beyond the keys the partition really holds: a key outside that range
+# would make every probe search that partition.  Their dead entries are
+# met again by the timed insert, by every contender alike.
+w2_warm_sql()
+{
+	local order=$1 p=$2
+	[ "$p" = - ] && p=1
+	cat <<-SQL
+		BEGIN;
+		INSERT INTO w2
+			SELECT a, b, 'warm' FROM (
+				SELECT a, b, row_number() OVER (PARTITION BY (a::bigint * $p / $W2_TOTAL) ORDER BY a) AS rn
+				FROM w2_new_$order) s
+			WHERE rn <= 6;
+		ROLLBACK;
+	SQL
+}

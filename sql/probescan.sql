@@ -95,5 +95,14 @@ INSERT INTO dv VALUES (11, 1, 11);
 INSERT INTO dv VALUES (12, 12, 1);
 INSERT INTO dv VALUES (13, 13, 13);
 SELECT tableoid::regclass, * FROM dv ORDER BY a;
+-- The merge of ATTACH and of gunique_verify reads the same dead entries
+-- and posting lists page by page.
+CREATE TABLE dv3 (a int, b int, d int);
+INSERT INTO dv3 VALUES (21, 21, 1);
+ALTER TABLE dv ATTACH PARTITION dv3 FOR VALUES FROM (20) TO (30);
+UPDATE dv3 SET d = 21;
+ALTER TABLE dv ATTACH PARTITION dv3 FOR VALUES FROM (20) TO (30);
+SELECT * FROM gunique_verify('dv_b');
+SELECT * FROM gunique_verify('dv_d');
 
 DROP SCHEMA gps CASCADE;

@@ -69,4 +69,13 @@
 	_bt_search((rel), (key), (bufP), BT_READ, NULL)
 #endif
 
+/* PostgreSQL 17 took the snapshot argument of _bt_get_endpoint. */
+#if PG_VERSION_NUM >= 170000
+#define gunique_bt_get_endpoint(rel, level, rightmost) \
+	_bt_get_endpoint((rel), (level), (rightmost))
+#else
+#define gunique_bt_get_endpoint(rel, level, rightmost) \
+	_bt_get_endpoint((rel), (level), (rightmost), NULL)
+#endif
+
 #endif							/* GUNIQUE_COMPAT_H */

@@ -44,17 +44,38 @@
 #include "merge.h"
 #include "scope.h"
 
+/*
+ * A leaf's entries in index order, read a page at a time: each leaf page is
+ * copied under a share lock and its entries are then read from the copy
+ * without holding any buffer, while the check's ShareLock keeps writers
+ * (and VACUUM) away from the leaf.
+ */
 typedef struct MergeCursor
 {
 	Relation	heap;
 	Relation	index;
-	IndexScanDesc scan;
 	IndexFetchTableData *fetch;
 	TupleTableSlot *slot;
+	bool		skip;			/* holds nothing the merge needs */
+
+	/* The page being read. */
+	char	   *page;			/* a copy, BLCKSZ bytes */
+	BlockNumber next;			/* right sibling, or InvalidBlockNumber */
+	OffsetNumber off;			/* next item */
+	OffsetNumber maxoff;
+	IndexTuple	posting;		/* posting list tuple being read, or NULL */
+	int			nposting;
+	int			iposting;
+
+	/* With a range (ATTACH), entries outside it are passed over. */
+	bool		bounded;
+	Datum		first;			/* first key column, index order */
+	Datum		last;
+
+	/* The current entry. */
 	ItemPointerData tid;
 	Datum		values[INDEX_MAX_KEYS];
 	bool		isnull[INDEX_MAX_KEYS];
-	bool		skip;			/* holds nothing the merge needs */
 } MergeCursor;
 
 typedef struct MergeState
@@ -165,20 +186,146 @@ merge_heap_cmp(Datum a, Datum b, void *arg)
 							   cb->values, cb->isnull);
 }
 
+/*
+ * Copy leaf page "buf" (locked) and release it; deleted and half-dead pages
+ * are passed over to the right.  False when no page is left.
+ */
+static bool
+merge_cursor_load(MergeCursor *cursor, Buffer buf)
+{
+	for (;;)
+	{
+		BTPageOpaque opaque;
+
+		memcpy(cursor->page, BufferGetPage(buf), BLCKSZ);
+		_bt_relbuf(cursor->index, buf);
+		opaque = BTPageGetOpaque((Page) cursor->page);
+		cursor->next = P_RIGHTMOST(opaque) ? InvalidBlockNumber :
+			opaque->btpo_next;
+		if (!P_IGNORE(opaque))
+		{
+			cursor->off = P_FIRSTDATAKEY(opaque);
+			cursor->maxoff = PageGetMaxOffsetNumber((Page) cursor->page);
+			cursor->posting = NULL;
+			return true;
+		}
+		if (!BlockNumberIsValid(cursor->next))
+			return false;
+		buf = _bt_getbuf(cursor->index, cursor->next, BT_READ);
+	}
+}
+
+/* The next non-dead index tuple of the leaf, or NULL at its end. */
+static IndexTuple
+merge_cursor_next_tuple(MergeCursor *cursor)
+{
+	Page		page = (Page) cursor->page;
+
+	for (;;)
+	{
+		ItemId		iid;
+
+		if (cursor->off > cursor->maxoff)
+		{
+			if (!BlockNumberIsValid(cursor->next) ||
+				!merge_cursor_load(cursor, _bt_getbuf(cursor->index,
+													  cursor->next, BT_READ)))
+				return NULL;
+			continue;
+		}
+		iid = PageGetItemId(page, cursor->off++);
+		if (!ItemIdIsDead(iid))	/* LP_DEAD: known dead to everyone */
+			return (IndexTuple) PageGetItem(page, iid);
+	}
+}
+
+/* Where is the entry against the cursor's range? -1 before, 1 after. */
+static int
+merge_cursor_in_range(MergeState *state, MergeCursor *cursor)
+{
+	SortSupport ssup = &state->ssup[0];
+
+	if (!cursor->bounded)
+		return 0;
+	if (ApplySortComparator(cursor->values[0], cursor->isnull[0],
+							cursor->first, false, ssup) < 0)
+		return -1;
+	if (ApplySortComparator(cursor->values[0], cursor->isnull[0],
+							cursor->last, false, ssup) > 0)
+		return 1;
+	return 0;
+}
+
 /* Step a cursor to its leaf's next entry; false at the end of the leaf. */
 static bool
 merge_cursor_next(MergeState *state, MergeCursor *cursor)
 {
-	ItemPointer tid = index_getnext_tid(cursor->scan, ForwardScanDirection);
+	TupleDesc	desc = RelationGetDescr(cursor->index);
 
-	if (tid == NULL)
-		return false;
-	cursor->tid = *tid;
-	for (int i = 0; i < state->nkeys; i++)
-		cursor->values[i] = index_getattr(cursor->scan->xs_itup, i + 1,
-										  cursor->scan->xs_itupdesc,
-										  &cursor->isnull[i]);
-	return true;
+	for (;;)
+	{
+		IndexTuple	itup;
+		int			where;
+
+		/* One entry per heap TID of a posting list tuple. */
+		if (cursor->posting != NULL &&
+			cursor->iposting < cursor->nposting)
+		{
+			cursor->tid = *BTreeTupleGetPostingN(cursor->posting,
+												 cursor->iposting++);
+			return true;
+		}
+		cursor->posting = NULL;
+
+		if ((itup = merge_cursor_next_tuple(cursor)) == NULL)
+			return false;
+		for (int i = 0; i < state->nkeys; i++)
+			cursor->values[i] = index_getattr(itup, i + 1, desc,
+											  &cursor->isnull[i]);
+		where = merge_cursor_in_range(state, cursor);
+		if (where < 0)
+			continue;
+		if (where > 0)
+			return false;
+		if (BTreeTupleIsPosting(itup))
+		{
+			cursor->posting = itup;
+			cursor->nposting = BTreeTupleGetNPosting(itup);
+			cursor->iposting = 0;
+			continue;
+		}
+		cursor->tid = itup->t_tid;
+		return true;
+	}
+}
+
+/* Start reading the leaf at its first page. */
+static void
+merge_cursor_start(MergeCursor *cursor)
+{
+	Buffer		buf = gunique_bt_get_endpoint(cursor->index, 0, false);
+
+	if (!BufferIsValid(buf) || !merge_cursor_load(cursor, buf))
+		cursor->skip = true;	/* the btree is empty */
+}
+
+/* Start reading the leaf at the page where "first" would be. */
+static void
+merge_cursor_start_at(MergeState *state, MergeCursor *cursor)
+{
+	BTScanInsert key = _bt_mkscankey(cursor->index, NULL);
+	Buffer		buf;
+
+	_bt_metaversion(cursor->index, &key->heapkeyspace, &key->allequalimage);
+	key->keysz = 1;
+	key->scantid = NULL;
+	key->scankeys[0].sk_argument = cursor->first;
+	key->scankeys[0].sk_flags = cursor->index->rd_indoption[0] <<
+		SK_BT_INDOPTION_SHIFT;
+	_bt_freestack(gunique_bt_search(cursor->index, cursor->heap, key, &buf));
+	pfree(key);
+	if (!BufferIsValid(buf) || !merge_cursor_load(cursor, buf))
+		cursor->skip = true;
 }
 
 static void
@@ -186,20 +333,17 @@ merge_cursor_open(MergeCursor *cursor, GuniqueLeaf *leaf, LOCKMODE lockmode)
 {
 	cursor->heap = table_open(leaf->heapoid, lockmode);
 	cursor->index = index_open(leaf->indexoid, AccessShareLock);
-	cursor->scan = gunique_index_beginscan(cursor->heap, cursor->index,
-										   SnapshotAny, 0);
-	cursor->scan->xs_want_itup = true;
-	index_rescan(cursor->scan, NULL, 0, NULL, 0);
 	cursor->fetch = table_index_fetch_begin(cursor->heap);
 	cursor->slot = table_slot_create(cursor->heap, NULL);
+	cursor->page = palloc(BLCKSZ);
 }
 
 static void
 merge_cursor_close(MergeCursor *cursor)
 {
+	pfree(cursor->page);
 	ExecDropSingleTupleTableSlot(cursor->slot);
 	table_index_fetch_end(cursor->fetch);
-	index_endscan(cursor->scan);
 	index_close(cursor->index, NoLock);
 	table_close(cursor->heap, NoLock);
 }
@@ -268,23 +412,6 @@ merge_range_widen(MergeState *state, MergeCursor *cursor, ScanDirection dir,
 	index_endscan(scan);
 }
 
-/* A scan key bounding the first key column: "strategy" against "value". */
-static void
-merge_bound_key(ScanKey key, Relation index, StrategyNumber strategy,
-				Datum value)
-{
-	Oid			opfamily = index->rd_opfamily[0];
-	Oid			opcintype = index->rd_opcintype[0];
-	Oid			op = get_opfamily_member(opfamily, opcintype, opcintype,
-										 strategy);
-
-	if (!OidIsValid(op))
-		elog(ERROR, "missing operator %d(%u,%u) in opfamily %u",
-			 strategy, opcintype, opcintype, opfamily);
-	ScanKeyEntryInitialize(key, 0, 1, strategy, opcintype,
-						   index->rd_indcollation[0], get_opcode(op), value);
-}
-
 /*
  * Limit the old leaves' cursors to the attached leaves' range.  Not with
  * NULLS NOT DISTINCT, where NULL keys conflict too: then all is merged.
@@ -312,8 +439,6 @@ merge_restrict_to_attached(MergeState *state, List *leaves, Oid attached)
 	for (int c = 0; c < state->ncursors; c++)
 	{
 		MergeCursor *cursor = &state->cursors[c];
-		bool		desc = state->ssup[0].ssup_reverse;
-		ScanKeyData bounds[2];
 
 		if (isnew[c])
 			continue;
@@ -322,15 +447,9 @@ merge_restrict_to_attached(MergeState *state, List *leaves, Oid attached)
 			cursor->skip = true;
 			continue;
 		}
-		merge_bound_key(&bounds[0], cursor->index, BTGreaterEqualStrategyNumber,
-						desc ? range.last : range.first);
-		merge_bound_key(&bounds[1], cursor->index, BTLessEqualStrategyNumber,
-						desc ? range.first : range.last);
-		index_endscan(cursor->scan);
-		cursor->scan = gunique_index_beginscan(cursor->heap, cursor->index,
-											   SnapshotAny, 2);
-		cursor->scan->xs_want_itup = true;
-		index_rescan(cursor->scan, bounds, 2, NULL, 0);
+		cursor->bounded = true;
+		cursor->first = range.first;
+		cursor->last = range.last;
 	}
 	pfree(isnew);
 }
@@ -542,9 +661,18 @@ gunique_merge_tree(Oid topindexoid, LOCKMODE lockmode, Snapshot snapshot,
 	if (OidIsValid(attached) && !state->nulls_not_distinct)
 		merge_restrict_to_attached(state, leaves, attached);
 	for (int c = 0; c < state->ncursors; c++)
-		if (!state->cursors[c].skip &&
-			merge_cursor_next(state, &state->cursors[c]))
+	{
+		MergeCursor *cursor = &state->cursors[c];
+
+		if (cursor->skip)
+			continue;
+		if (cursor->bounded)
+			merge_cursor_start_at(state, cursor);
+		else
+			merge_cursor_start(cursor);
+		if (!cursor->skip && merge_cursor_next(state, cursor))
 			binaryheap_add_unordered(heap, Int32GetDatum(c));
+	}
 	binaryheap_build(heap);
 
 	while (!binaryheap_empty(heap))

@@ -89,11 +89,14 @@ typedef struct MergeState
 	MergeCursor *cursors;
 
 	/* The current run of equal keys. */
-	MemoryContext runcxt;
+	MemoryContext runcxt;		/* holds the run's key, if copied */
+	bool		runcopied;		/* runcxt holds something */
 	bool		inrun;
 	Datum		runvalues[INDEX_MAX_KEYS];
 	bool		runisnull[INDEX_MAX_KEYS];
-	List	   *runentries;		/* MergeEntry * */
+	struct MergeEntry *run;		/* the run's entries */
+	int			nrun;
+	int			maxrun;
 
 	/* Visibility of the rows behind equal keys. */
 	Snapshot	snapshot;
@@ -157,6 +160,8 @@ merge_state_init(MergeState *state, Relation index)
 	state->runcxt = AllocSetContextCreate(CurrentMemoryContext,
 										  "gunique merge run",
 										  ALLOCSET_SMALL_SIZES);
+	state->maxrun = 16;
+	state->run = palloc(sizeof(MergeEntry) * state->maxrun);
 }
 
 /* Compare two keys in index order (NULLs compare equal to each other). */
@@ -475,14 +480,13 @@ merge_close_run(MergeState *state)
 {
 	MergeCursor *holders[2] = {NULL, NULL};
 	int			nlive = 0;
-	ListCell   *lc;
 
-	if (list_length(state->runentries) < 2)
+	if (state->nrun < 2)
 		return;
 
-	foreach(lc, state->runentries)
+	for (int i = 0; i < state->nrun; i++)
 	{
-		MergeEntry *entry = lfirst(lc);
+		MergeEntry *entry = &state->run[i];
 		MergeCursor *cursor = &state->cursors[entry->cursor];
 
 		if (!merge_entry_live(cursor, &entry->tid, state->snapshot))
@@ -513,13 +517,36 @@ merge_key_can_conflict(MergeState *state, bool *isnull)
 	return true;
 }
 
+/* Start a run of equal keys with the cursor's key. */
+static void
+merge_start_run(MergeState *state, MergeCursor *cursor)
+{
+	if (state->runcopied)
+		MemoryContextReset(state->runcxt);
+	state->runcopied = false;
+	for (int i = 0; i < state->nkeys; i++)
+	{
+		state->runisnull[i] = cursor->isnull[i];
+		state->runvalues[i] = cursor->values[i];
+		if (!cursor->isnull[i] && !state->typbyval[i])
+		{
+			MemoryContext oldcxt = MemoryContextSwitchTo(state->runcxt);
+
+			state->runvalues[i] = datumCopy(cursor->values[i], false,
+											state->typlen[i]);
+			MemoryContextSwitchTo(oldcxt);
+			state->runcopied = true;
+		}
+	}
+	state->nrun = 0;
+	state->inrun = true;
+}
+
 /* Take the smallest entry of the merge into the current run. */
 static void
 merge_consume(MergeState *state, int c)
 {
 	MergeCursor *cursor = &state->cursors[c];
-	MergeEntry *entry;
-	MemoryContext oldcxt;
 
 	if (!state->inrun ||
 		merge_compare_keys(state, state->runvalues, state->runisnull,
@@ -528,26 +555,17 @@ merge_consume(MergeState *state, int c)
 	{
 		if (state->inrun)
 			merge_close_run(state);
-		MemoryContextReset(state->runcxt);
-		state->runentries = NIL;
-		oldcxt = MemoryContextSwitchTo(state->runcxt);
-		for (int i = 0; i < state->nkeys; i++)
-		{
-			state->runisnull[i] = cursor->isnull[i];
-			state->runvalues[i] = cursor->isnull[i] ? (Datum) 0 :
-				datumCopy(cursor->values[i], state->typbyval[i],
-						  state->typlen[i]);
-		}
-		MemoryContextSwitchTo(oldcxt);
-		state->inrun = true;
+		merge_start_run(state, cursor);
 	}
 
-	oldcxt = MemoryContextSwitchTo(state->runcxt);
-	entry = palloc(sizeof(MergeEntry));
-	entry->cursor = c;
-	entry->tid = cursor->tid;
-	state->runentries = lappend(state->runentries, entry);
-	MemoryContextSwitchTo(oldcxt);
+	if (state->nrun == state->maxrun)
+	{
+		state->maxrun *= 2;
+		state->run = repalloc(state->run, sizeof(MergeEntry) * state->maxrun);
+	}
+	state->run[state->nrun].cursor = c;
+	state->run[state->nrun].tid = cursor->tid;
+	state->nrun++;
 }
 
 /* What gunique_check_tree remembers of the first duplicate. */
@@ -698,6 +716,7 @@ gunique_merge_tree(Oid topindexoid, LOCKMODE lockmode, Snapshot snapshot,
 		merge_cursor_close(&state->cursors[c]);
 	binaryheap_free(heap);
 	MemoryContextDelete(state->runcxt);
+	pfree(state->run);
 	index_close(topindex, NoLock);
 	nduplicates = state->nduplicates;
 	pfree(state->cursors);

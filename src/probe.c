@@ -290,8 +290,14 @@ probe_group(ProbeGroup *pg, ProbeFinding *finding, Datum *values,
 			bool *isnull, uint64 *counts)
 {
 	Oid			conflict = InvalidOid;
-	bool		summarized = pg->nkeys == 1 && !isnull[0];
+	bool		summarized = pg->nkeys == 1 && !isnull[0] &&
+		pg->any_summary != NULL;
+	uint64		key = 0;
 	ProbeScanContext cxt;
+
+	/* Every leaf of a tree has the same key type: map the key once. */
+	if (summarized)
+		key = gunique_summary_key(pg->any_summary, values[0]);
 
 	memset(finding, 0, sizeof(ProbeFinding));
 	gunique_probescan_enter(&cxt);
@@ -300,7 +306,7 @@ probe_group(ProbeGroup *pg, ProbeFinding *finding, Datum *values,
 		ProbeScan  *ps = pg->targets[i];
 
 		if (summarized && ps->summary != NULL &&
-			gunique_summary_excludes(ps->summary, values[0]))
+			gunique_summary_excludes(ps->summary, key))
 		{
 			counts[GUNIQUE_STAT_LEAVES_SKIPPED]++;
 			continue;

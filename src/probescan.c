@@ -207,6 +207,8 @@ group_open(ProbeGroup *pg, GuniqueLeaf *leaves, int nleaves)
 
 		if (ps->summary != NULL && gunique_summary_needs_compute(ps->summary))
 			gunique_summary_compute(ps->summary, ps->heap, ps->index);
+		if (ps->summary != NULL)
+			pg->any_summary = ps->summary;
 		pg->targets[i] = ps;
 		pg->ntargets = i + 1;
 	}
@@ -260,6 +262,7 @@ group_build(Relation index, bool skip_self)
 		pg->ntargets = 0;
 		pg->targets = NULL;
 		pg->own_summary = gunique_summary_for(index);
+		pg->any_summary = NULL;
 		group_set_key(pg, scope);
 		if (pg->needed)
 			group_open(pg, leaves, nleaves);

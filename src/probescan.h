@@ -51,6 +51,7 @@ typedef struct ProbeGroup
 	ProbeScan **targets;		/* the group's leaves, own leaf at "self" */
 	int			self;			/* -1 if own leaf is left out */
 	GuniqueSummary *own_summary;	/* own leaf's summary, or NULL */
+	GuniqueSummary *any_summary;	/* some target's summary, or NULL */
 
 	/* The key, as in GuniqueScope. */
 	int			nkeys;

@@ -298,16 +298,23 @@ gunique_summary_widen(GuniqueSummary *summary, Datum value)
 	summary_widen_key(summary, summary_map(summary->typid, value));
 }
 
-/* Is the key surely absent from the leaf? */
-bool
-gunique_summary_excludes(GuniqueSummary *summary, Datum value)
+/* The key as summaries of its type compare it. */
+uint64
+gunique_summary_key(GuniqueSummary *summary, Datum value)
 {
-	uint64		key;
+	return summary_map(summary->typid, value);
+}
 
+/*
+ * Is the key, mapped by gunique_summary_key for a summary of the same key
+ * type, surely absent from the leaf?
+ */
+bool
+gunique_summary_excludes(GuniqueSummary *summary, uint64 key)
+{
 	if (pg_atomic_read_u32(&summary->state) != SUMMARY_VALID)
 		return false;
 	pg_read_barrier();
-	key = summary_map(summary->typid, value);
 	return key < pg_atomic_read_u64(&summary->min) ||
 		key > pg_atomic_read_u64(&summary->max);
 }

@@ -21,7 +21,8 @@ extern void gunique_summary_shmem_startup(void);
 
 extern GuniqueSummary *gunique_summary_for(Relation index);
 extern void gunique_summary_widen(GuniqueSummary *summary, Datum value);
-extern bool gunique_summary_excludes(GuniqueSummary *summary, Datum value);
+extern uint64 gunique_summary_key(GuniqueSummary *summary, Datum value);
+extern bool gunique_summary_excludes(GuniqueSummary *summary, uint64 key);
 extern bool gunique_summary_needs_compute(GuniqueSummary *summary);
 extern void gunique_summary_compute(GuniqueSummary *summary, Relation heap,
 									Relation index);

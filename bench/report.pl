@@ -1,0 +1,302 @@
+#!/usr/bin/env perl
+# Write RESULTS.md from the raw results of one bench/run.
+#
+#   perl bench/report.pl OUTDIR [REPORT]
+#
+# Reads OUTDIR/raw.tsv (workload, variant, step, contender, run, value,
+# unit), OUTDIR/meta.tsv (key, value) and OUTDIR/sanity.tsv; writes REPORT
+# (default OUTDIR/RESULTS.md).  Every number is the median of the runs;
+# every row gives the ratio to the contender "local".  No modules beyond
+# perl's core.
+use strict;
+use warnings;
+use utf8;
+use open qw(:std :encoding(UTF-8));
+
+my $dir = shift or die "usage: report.pl OUTDIR [REPORT]\n";
+my $report = shift // "$dir/RESULTS.md";
+
+my @CONTENDERS = qw(local gunique trigger sidetable single);
+
+# ---------------------------------------------------------------------------
+# Input
+# ---------------------------------------------------------------------------
+my (%meta, @settings);
+open my $mf, '<', "$dir/meta.tsv" or die "report.pl: $dir/meta.tsv: $!\n";
+while (<$mf>) {
+	chomp;
+	my ($k, $v) = split /\t/, $_, 2;
+	next unless defined $v;
+	if ($k eq 'setting') { push @settings, $v } else { $meta{$k} = $v }
+}
+close $mf;
+
+# $val{workload}{variant}{step}{contender} = [values of every run]
+my (%val, %unit);
+open my $rf, '<', "$dir/raw.tsv" or die "report.pl: $dir/raw.tsv: $!\n";
+while (<$rf>) {
+	chomp;
+	next if /^\s*$/ || /^#/;
+	my ($w, $variant, $step, $c, $run, $v, $u) = split /\t/;
+	push @{ $val{$w}{$variant}{$step}{$c} }, $v;
+	$unit{$w}{$step} = $u;
+}
+close $rf;
+
+my @sanity;
+if (open my $sf, '<', "$dir/sanity.tsv") {
+	while (<$sf>) { chomp; push @sanity, [ split /\t/ ] if length }
+	close $sf;
+}
+
+# ---------------------------------------------------------------------------
+# Numbers
+# ---------------------------------------------------------------------------
+sub median
+{
+	my @v = sort { $a <=> $b } @_;
+	return undef unless @v;
+	my $m = int(@v / 2);
+	return @v % 2 ? $v[$m] : ($v[$m - 1] + $v[$m]) / 2;
+}
+
+# Largest max/min ratio of the runs over the cells of a table, to show how
+# noisy it is.
+my $worst_spread;
+sub note_spread
+{
+	my ($label, @v) = @_;
+	return if @v < 2;
+	my @s = sort { $a <=> $b } @v;
+	return if $s[0] <= 0;
+	my $r = $s[-1] / $s[0];
+	$worst_spread = [ $r, $label ] if !$worst_spread || $r > $worst_spread->[0];
+}
+
+sub fmt
+{
+	my $v = shift;
+	return 'n/a' unless defined $v;
+	my $s = $v >= 100 ? sprintf('%.0f', $v) : $v >= 10 ? sprintf('%.1f', $v) : $v >= 1 ? sprintf('%.2f', $v) : sprintf('%.3f', $v);
+	1 while $s =~ s/^(\d+)(\d{3})/$1,$2/;
+	return $s;
+}
+
+sub ratio
+{
+	my ($v, $base) = @_;
+	return '' unless defined $v && defined $base && $base > 0;
+	return sprintf('×%.2f', $v / $base);
+}
+
+# The cell of one contender: its median, and its ratio to local's median.
+sub cell
+{
+	my ($runs, $base_runs, $label, $c) = @_;
+	return 'n/a' unless $runs && @$runs;
+	note_spread($label, @$runs);
+	my $m = median(@$runs);
+	return fmt($m) if $c eq 'local' || !$base_runs;
+	my $r = ratio($m, median(@$base_runs));
+	return $r ? fmt($m) . " ($r)" : fmt($m);
+}
+
+# The contenders present in a workload, in the reporting order.
+sub present
+{
+	my $w = shift;
+	my %seen;
+	for my $variant (values %{ $val{$w} }) {
+		for my $step (values %$variant) { $seen{$_} = 1 for keys %$step }
+	}
+	return grep { $seen{$_} } @CONTENDERS;
+}
+
+sub spread_line
+{
+	my $line = '';
+	if ($worst_spread) {
+		$line = sprintf("Largest spread between runs in this table (max/min): %.2f (%s).\n\n", @$worst_spread);
+	}
+	undef $worst_spread;
+	return $line;
+}
+
+# ---------------------------------------------------------------------------
+# Output
+# ---------------------------------------------------------------------------
+my $out = '';
+sub p { $out .= join('', @_) }
+
+my $runs = $meta{runs} // '?';
+p "# gunique benchmark results\n\n";
+p "Written by `bench/report.pl` from the raw results of one `bench/run` ",
+  "(scale **$meta{scale}**, **$runs** run", ($runs eq '1' ? '' : 's'), ", $meta{date}). ",
+  "Every contender ran in the same cluster, on the same data, with the same settings. ",
+  "Each number is the median of the runs", ($runs eq '1' ? ' (one run: no median, no noise estimate)' : ''), "; ",
+  "the ratio in parentheses is the contender's median divided by `local`'s in the same row ",
+  "(for times, higher is slower; for tps, higher is faster). ",
+  "Raw values of every run are in `raw.tsv`; how to run and what the contenders are: `bench/README.md`.\n\n";
+
+p "## Machine and settings\n\n";
+p "- CPU: ", ($meta{cpu} || 'unknown'), "; $meta{nproc} cores (nproc); memory $meta{memory}; $meta{kernel}\n";
+p "- load average (1, 5, 15 min) at start: $meta{loadavg_start}; at end: ", ($meta{loadavg_end} // '?'), "\n";
+p "- $meta{postgres}\n";
+p "- gunique $meta{gunique} (source $meta{gunique_commit}; gunique.so md5 $meta{gunique_so}, a private copy for the whole run)\n";
+p "- server settings (every contender): shared_preload_libraries = 'gunique', ", join(', ', @settings), "\n";
+p "- prewarm: $meta{prewarm}\n" if $meta{prewarm};
+{
+	# Checkpoints the benchmark did not ask for (by WAL volume or by time)
+	# land in the middle of some step: say how many there were.
+	my ($wal, $time) = (0, 0);
+	if (open my $lf, '<', "$dir/logs/server.log") {
+		while (<$lf>) {
+			next unless /checkpoint starting: (.*)/;
+			$wal++ if $1 =~ /\bwal\b/;
+			$time++ if $1 =~ /\btime\b/;
+		}
+		p "- checkpoints not requested by the benchmark (by WAL volume, by time): $wal, $time", ($wal + $time ? " (they add noise to the steps they overlap)" : ""), "\n";
+	}
+}
+p "- scale $meta{scale}: $meta{params}\n";
+p "- contenders: $meta{contenders}\n";
+my @took = map { defined $meta{"elapsed_w$_"} ? "workload $_: $meta{\"elapsed_w$_\"} s" : () } 1 .. 4;
+p "- wall-clock time: ", join(', ', @took), "\n" if @took;
+p "\n";
+p "Contenders: `local` a unique btree that includes the partition key (unique per partition only: ",
+  "the cost floor, not a global guarantee); `gunique` `CREATE UNIQUE INDEX ... USING gunique (key)`; ",
+  "`trigger` a btree per partition and a BEFORE row trigger that takes an advisory lock on the key's hash ",
+  "and looks the key up through the parent; `sidetable` a table of the keys with a primary key, kept in step ",
+  "by row triggers; `single` the same rows in one unpartitioned table with a unique btree.\n\n";
+
+# Workload 1 ----------------------------------------------------------------
+if ($val{w1}) {
+	my @c = present('w1');
+	my @steps = qw(insert delete create attach detach);
+	p "## Workload 1: the talk's timing table (ms)\n\n";
+	p "`test(a int, b int, c text)` range-partitioned on `a` into 6 partitions, unique key `b`; ",
+	  "each step timed on its own (psql `\\timing`): insert N rows with one INSERT ... SELECT, delete them all, ",
+	  "create the enforcement over N rows, attach a 7th partition of N/6 rows (with what the contender needs ",
+	  "to keep the guarantee), detach it. `single` has no partitions: n/a.\n\n";
+	for my $variant (qw(correlated random)) {
+		next unless $val{w1}{$variant};
+		my $v = $val{w1}{$variant};
+		p "### ", ($variant eq 'correlated' ? 'Correlated keys (b = a)' : 'Random keys (b = a permutation of a)'), "\n\n";
+		p "| contender | ", join(' | ', @steps), " |\n";
+		p "|---|", join('', map { '---:|' } @steps), "\n";
+		for my $c (@c) {
+			p "| $c | ", join(' | ', map { cell($v->{$_}{$c}, $v->{$_}{local}, "$variant $_ $c", $c) } @steps), " |\n";
+		}
+		p "\n", spread_line();
+	}
+}
+
+# Workload 2 ----------------------------------------------------------------
+if ($val{w2}) {
+	my @c = present('w2');
+	p "## Workload 2: insert cost per row against the number of partitions (µs/row)\n\n";
+	p "One INSERT ... SELECT of new rows, interleaved with the rows already there, into a table ",
+	  "range-partitioned into 1 to 512 partitions (the time of the statement divided by the rows). ",
+	  "`single` has no partitions: the same value in every row.\n\n";
+	p "![insert cost per row against partitions](w2-scaling.svg)\n\n";
+	for my $variant (qw(correlated random)) {
+		next unless $val{w2}{$variant};
+		my $v = $val{w2}{$variant};
+		p "### ", ucfirst($variant), " keys\n\n";
+		p "| partitions | ", join(' | ', @c), " |\n";
+		p "|---:|", join('', map { '---:|' } @c), "\n";
+		for my $parts (sort { $a <=> $b } grep { $_ ne '-' } keys %$v) {
+			p "| $parts | ", join(' | ', map {
+				my $runs = $_ eq 'single' ? $v->{'-'}{single} : $v->{$parts}{$_};
+				cell($runs, $v->{$parts}{local}, "$variant $parts $_", $_)
+			} @c), " |\n";
+		}
+		p "\n", spread_line();
+	}
+}
+
+# Workloads 3 and 4: one row per contender, tps and latency ----------------
+sub pgbench_table
+{
+	my ($w, $variant) = @_;
+	my $v = $val{$w}{$variant} or return;
+	p "| contender | tps | tps vs local | latency avg (ms) | latency vs local |\n";
+	p "|---|---:|---:|---:|---:|\n";
+	for my $c (present($w)) {
+		next unless $v->{tps}{$c};
+		my ($t, $l) = (median(@{ $v->{tps}{$c} }), median(@{ $v->{latency}{$c} }));
+		note_spread("$variant tps $c", @{ $v->{tps}{$c} });
+		my $tl = $v->{tps}{local} ? median(@{ $v->{tps}{local} }) : undef;
+		my $ll = $v->{latency}{local} ? median(@{ $v->{latency}{local} }) : undef;
+		p "| $c | ", fmt($t), " | ", (ratio($t, $tl) || '–'), " | ", fmt($l), " | ", (ratio($l, $ll) || '–'), " |\n";
+	}
+	p "\n", spread_line();
+}
+
+if ($val{w3a}) {
+	p "## Workload 3a: concurrent inserters (pgbench)\n\n";
+	p "Clients insert one row per transaction (prepared) into 16 range partitions; the partition key is random, ",
+	  "the unique key a permutation of a sequence's nextval(), so keys look random and never collide.\n\n";
+	pgbench_table('w3a', '-');
+}
+if ($val{w3b}) {
+	p "## Workload 3b: UUID de-duplication, hash vs list partitioning (pgbench)\n\n";
+	p "The workload of \"Postgres partitioning performance: Hash vs. List\": 10 clients, each transaction ",
+	  "inserts 1,000 `gen_random_uuid()` rows into 16 partitions. `local` is a primary key on the parent ",
+	  "(hash on id) or on each partition (list on `lower(left(id::text, 1))`); in both cases a given id can ",
+	  "only land in one partition, so `local` is globally unique here. gunique sees that the hash partition key ",
+	  "is its key and probes no other partition; the list partition key is an expression, so it probes all 16.\n\n";
+	for my $variant (qw(hash list)) {
+		next unless $val{w3b}{$variant};
+		p "### ", ($variant eq 'hash' ? 'Hash partitioning on id' : 'List partitioning on lower(left(id::text, 1))'), "\n\n";
+		pgbench_table('w3b', $variant);
+	}
+}
+if ($val{w4}) {
+	p "## Workload 4: lookups by a unique key that is not the partition key (pgbench)\n\n";
+	p "A pgbench_accounts-like table in 200 partitions (range on bid), unique key aid; prepared statements. ",
+	  "With per-partition indexes (`local` and `gunique` alike) a lookup by aid probes every partition's btree ",
+	  "and locks every partition: gunique gives the guarantee, not a faster lookup. Only `single` does one probe.\n\n";
+	for my $variant (qw(select-only select-update)) {
+		next unless $val{w4}{$variant};
+		p "### ", ($variant eq 'select-only' ? 'SELECT abalance WHERE aid = :aid' : 'UPDATE abalance WHERE aid = :aid, then SELECT it'), "\n\n";
+		pgbench_table('w4', $variant);
+	}
+}
+
+# Sanity checks -------------------------------------------------------------
+if (@sanity) {
+	my %by;
+	push @{ $by{"$_->[0]\t$_->[1]"} }, $_ for @sanity;
+	my $failed = grep { $_->[3] ne $_->[4] } @sanity;
+	p "## Sanity checks (untimed)\n\n";
+	p "Before the timings count, each contender is shown to enforce what it claims: each statement runs in a ",
+	  "transaction that is rolled back; \"refused\" means it raised unique_violation (SQLSTATE 23505). ",
+	  scalar(@sanity), " checks, $failed unexpected.\n\n";
+	# One row per statement (the key orders or partitionings it ran with
+	# merged), one column per contender.
+	my (@rows, %cells, %cols);
+	for my $s (@sanity) {
+		my ($w, $c, $desc, $exp, $got) = @$s;
+		my ($variant, $text) = $desc =~ /^([^:]+): (.*)$/ ? ($1, $2) : ('', $desc);
+		my $row = "$w: $text";
+		push @rows, $row unless $cells{$row};
+		$cols{$c} = 1;
+		my $o = $got eq $exp ? $got : "$got (expected $exp)";
+		$cells{$row}{$c}{$o}{$variant} = 1;
+	}
+	my @cc = grep { $cols{$_} } @CONTENDERS;
+	p "| statement | ", join(' | ', @cc), " |\n|---|", join('', map { '---|' } @cc), "\n";
+	for my $row (@rows) {
+		p "| $row | ", join(' | ', map {
+			my $o = $cells{$row}{$_};
+			!$o ? '' : keys %$o == 1 ? (keys %$o)[0]
+			  : join('; ', map { "$_ (" . join(', ', sort keys %{ $o->{$_} }) . ")" } sort keys %$o)
+		} @cc), " |\n";
+	}
+	p "\n";
+}
+
+open my $of, '>', $report or die "report.pl: $report: $!\n";
+print $of $out;
+close $of;

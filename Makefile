@@ -35,3 +35,10 @@ PG_CPPFLAGS = -I$(srcdir)/src
 PG_CONFIG ?= pg_config
 PGXS := $(shell $(PG_CONFIG) --pgxs)
 include $(PGXS)
+
+# The benchmark suite, on demand and never in CI (bench/README.md), against
+# the gunique installed in $(PG_CONFIG)'s PostgreSQL:
+#   make bench BENCH_ARGS="--scale small --publish"
+.PHONY: bench
+bench:
+	bench/run --pg-config $(shell command -v $(PG_CONFIG)) $(BENCH_ARGS)

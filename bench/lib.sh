@@ -42,13 +42,13 @@ scale_params()
 		W3B_BASE=10000 W3B_TX=2       # workload 3b: rows before the run, transactions of 1,000 rows per client
 		W4_ROWS=200000 W4_SECS=2      # workload 4: accounts, seconds per contender and mode
 		;;
-	small)
+	small)                            # about 15 minutes on 2 cores, 3 runs
 		W1_N=600000
 		W2_PARTITIONS="1 6 32 128 512"
-		W2_TOTAL=1000000 W2_ROWS=10000
-		W3A_BASE=200000 W3A_SECS=10
-		W3B_BASE=100000 W3B_TX=20
-		W4_ROWS=2000000 W4_SECS=10
+		W2_TOTAL=1000000 W2_ROWS=5000
+		W3A_BASE=200000 W3A_SECS=5
+		W3B_BASE=100000 W3B_TX=10
+		W4_ROWS=2000000 W4_SECS=5
 		;;
 	seed)
 		W1_N=6000000

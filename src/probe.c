@@ -303,16 +303,17 @@ probe_group(ProbeGroup *pg, ProbeFinding *finding, Datum *values,
 	gunique_probescan_enter(&cxt);
 	for (int i = 0; i < pg->ntargets && !OidIsValid(conflict); i++)
 	{
-		ProbeScan  *ps = pg->targets[i];
+		GuniqueSummary *summary = pg->summaries[i];
 
-		if (summarized && ps->summary != NULL &&
-			gunique_summary_excludes(ps->summary, key))
+		if (summarized && summary != NULL &&
+			gunique_summary_excludes(summary, key))
 		{
 			counts[GUNIQUE_STAT_LEAVES_SKIPPED]++;
 			continue;
 		}
 		counts[GUNIQUE_STAT_LEAVES_PROBED]++;
-		conflict = probe_leaf(ps, pg->nkeys, values, isnull, finding);
+		conflict = probe_leaf(pg->targets[i], pg->nkeys, values, isnull,
+							  finding);
 	}
 	counts[GUNIQUE_STAT_PROBES]++;
 	gunique_probescan_leave(&cxt);

@@ -200,6 +200,7 @@ static void
 group_open(ProbeGroup *pg, GuniqueLeaf *leaves, int nleaves)
 {
 	pg->targets = palloc(sizeof(ProbeScan *) * Max(nleaves, 1));
+	pg->summaries = palloc(sizeof(GuniqueSummary *) * Max(nleaves, 1));
 	for (int i = 0; i < nleaves; i++)
 	{
 		ProbeScan  *ps = gunique_probescan_get(leaves[i].heapoid,
@@ -210,6 +211,7 @@ group_open(ProbeGroup *pg, GuniqueLeaf *leaves, int nleaves)
 		if (ps->summary != NULL)
 			pg->any_summary = ps->summary;
 		pg->targets[i] = ps;
+		pg->summaries[i] = ps->summary;
 		pg->ntargets = i + 1;
 	}
 }
@@ -254,13 +256,17 @@ group_build(Relation index, bool skip_self)
 		}
 		pg = hash_search(probe_groups, &indexoid, HASH_ENTER, &found);
 		if (found && pg->targets != NULL)
+		{
 			pfree(pg->targets);
+			pfree(pg->summaries);
+		}
 		pg->scope_generation = 0;	/* not valid until built */
 		pg->skip_self = skip_self;
 		pg->needed = nleaves > (self >= 0 ? 1 : 0);
 		pg->self = self;
 		pg->ntargets = 0;
 		pg->targets = NULL;
+		pg->summaries = NULL;
 		pg->own_summary = gunique_summary_for(index);
 		pg->any_summary = NULL;
 		group_set_key(pg, scope);

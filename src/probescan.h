@@ -49,6 +49,8 @@ typedef struct ProbeGroup
 	Oid			topindex;
 	int			ntargets;
 	ProbeScan **targets;		/* the group's leaves, own leaf at "self" */
+	GuniqueSummary **summaries; /* their summaries (or NULLs), side by side
+								 * for the loop that skips leaves */
 	int			self;			/* -1 if own leaf is left out */
 	GuniqueSummary *own_summary;	/* own leaf's summary, or NULL */
 	GuniqueSummary *any_summary;	/* some target's summary, or NULL */

@@ -61,27 +61,8 @@
 #include "compat.h"
 #include "summary.h"
 
-#define SUMMARY_INVALID		0
-#define SUMMARY_COMPUTING	1
-#define SUMMARY_VALID		2
-
 /* Maps signed 64-bit values to unsigned ones in the same order. */
 #define SIGN_FLIP	(UINT64CONST(1) << 63)
-
-typedef struct SummaryTag
-{
-	Oid			dbid;
-	Oid			indexoid;
-} SummaryTag;
-
-struct GuniqueSummary
-{
-	SummaryTag	tag;			/* hash key */
-	Oid			typid;			/* type of the key column */
-	pg_atomic_uint32 state;
-	pg_atomic_uint64 min;		/* keys mapped by summary_map() */
-	pg_atomic_uint64 max;
-};
 
 /* A backend's memo of an index's summary, or of its having none. */
 typedef struct SummaryMemo
@@ -303,20 +284,6 @@ uint64
 gunique_summary_key(GuniqueSummary *summary, Datum value)
 {
 	return summary_map(summary->typid, value);
-}
-
-/*
- * Is the key, mapped by gunique_summary_key for a summary of the same key
- * type, surely absent from the leaf?
- */
-bool
-gunique_summary_excludes(GuniqueSummary *summary, uint64 key)
-{
-	if (pg_atomic_read_u32(&summary->state) != SUMMARY_VALID)
-		return false;
-	pg_read_barrier();
-	return key < pg_atomic_read_u64(&summary->min) ||
-		key > pg_atomic_read_u64(&summary->max);
 }
 
 bool

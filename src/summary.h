@@ -11,8 +11,28 @@
 #include "port/atomics.h"
 #include "utils/rel.h"
 
-/* One leaf index's conservative [min, max] of its keys; see summary.c. */
-typedef struct GuniqueSummary GuniqueSummary;
+#define SUMMARY_INVALID		0
+#define SUMMARY_COMPUTING	1
+#define SUMMARY_VALID		2
+
+typedef struct SummaryTag
+{
+	Oid			dbid;
+	Oid			indexoid;
+} SummaryTag;
+
+/*
+ * One leaf index's conservative [min, max] of its keys, in shared memory;
+ * see summary.c.  Read and written only through the atomics.
+ */
+typedef struct GuniqueSummary
+{
+	SummaryTag	tag;			/* hash key */
+	Oid			typid;			/* type of the key column */
+	pg_atomic_uint32 state;
+	pg_atomic_uint64 min;		/* keys mapped by gunique_summary_key() */
+	pg_atomic_uint64 max;
+} GuniqueSummary;
 
 extern int	gunique_max_summaries;
 
@@ -22,10 +42,24 @@ extern void gunique_summary_shmem_startup(void);
 extern GuniqueSummary *gunique_summary_for(Relation index);
 extern void gunique_summary_widen(GuniqueSummary *summary, Datum value);
 extern uint64 gunique_summary_key(GuniqueSummary *summary, Datum value);
-extern bool gunique_summary_excludes(GuniqueSummary *summary, uint64 key);
 extern bool gunique_summary_needs_compute(GuniqueSummary *summary);
 extern void gunique_summary_compute(GuniqueSummary *summary, Relation heap,
 									Relation index);
 extern void gunique_summary_reset(Relation index);
+
+/*
+ * Is the key, mapped by gunique_summary_key for a summary of the same key
+ * type, surely absent from the leaf?  Inline: a probe asks this of every
+ * other leaf for every row.
+ */
+static inline bool
+gunique_summary_excludes(GuniqueSummary *summary, uint64 key)
+{
+	if (pg_atomic_read_u32(&summary->state) != SUMMARY_VALID)
+		return false;
+	pg_read_barrier();
+	return key < pg_atomic_read_u64(&summary->min) ||
+		key > pg_atomic_read_u64(&summary->max);
+}
 
 #endif							/* GUNIQUE_SUMMARY_H */

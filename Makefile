@@ -4,6 +4,7 @@ EXTENSION = gunique
 MODULE_big = gunique
 OBJS = \
 	src/gunique.o \
+	src/btread.o \
 	src/ddl.o \
 	src/handler.o \
 	src/keylock.o \

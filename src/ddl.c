@@ -234,13 +234,16 @@ new_nonunique_tree(Oid tableoid)
 	return InvalidOid;
 }
 
-/* Mark a tree unique and, if it is complete, check it. */
+/*
+ * Mark a tree unique and, if it is complete, check it (see gunique_check_tree
+ * for "attached" and "only_attached").
+ */
 static void
-finish_tree(Oid topindex, Oid attached)
+finish_tree(Oid topindex, Oid attached, Oid only_attached)
 {
 	gunique_tree_set_unique(topindex, true);
 	if (gunique_index_is_valid(topindex))
-		gunique_check_tree(topindex, attached, InvalidOid);
+		gunique_check_tree(topindex, attached, only_attached);
 }
 
 static void
@@ -270,7 +273,7 @@ create_index(UtilityCall *call)
 
 	topindex = new_nonunique_tree(tableoid);
 	if (OidIsValid(topindex))	/* not if IF NOT EXISTS found one */
-		finish_tree(topindex, InvalidOid);
+		finish_tree(topindex, InvalidOid, InvalidOid);
 }
 
 /* The top indexes of the gunique trees that cover a table. */
@@ -392,11 +395,8 @@ attach_table(UtilityCall *call, AlterTableStmt *stmt, PartitionCmd *cmd)
 	{
 		Oid			top = lfirst_oid(lc);
 
-		gunique_tree_set_unique(top, true);
-		if (gunique_index_is_valid(top))
-			gunique_check_tree(top, child,
-							   list_member_oid(valid_tops, top) ? child :
-							   InvalidOid);
+		finish_tree(top, child,
+					list_member_oid(valid_tops, top) ? child : InvalidOid);
 	}
 }
 
@@ -421,7 +421,7 @@ attach_index(UtilityCall *call, AlterTableStmt *stmt)
 
 	/* The tree is complete: now it must hold what it promises. */
 	if (!was_valid && gunique_index_is_valid(top))
-		finish_tree(top, InvalidOid);
+		finish_tree(top, InvalidOid, InvalidOid);
 }
 
 static void

@@ -40,6 +40,7 @@
 #include "utils/snapmgr.h"
 #include "utils/sortsupport.h"
 
+#include "btread.h"
 #include "compat.h"
 #include "merge.h"
 #include "scope.h"
@@ -318,15 +319,11 @@ merge_cursor_start(MergeCursor *cursor)
 static void
 merge_cursor_start_at(MergeState *state, MergeCursor *cursor)
 {
-	BTScanInsert key = _bt_mkscankey(cursor->index, NULL);
+	BTScanInsert key = gunique_bt_search_key(cursor->index);
+	bool		isnull = false;
 	Buffer		buf;
 
-	_bt_metaversion(cursor->index, &key->heapkeyspace, &key->allequalimage);
-	key->keysz = 1;
-	key->scantid = NULL;
-	key->scankeys[0].sk_argument = cursor->first;
-	key->scankeys[0].sk_flags = cursor->index->rd_indoption[0] <<
-		SK_BT_INDOPTION_SHIFT;
+	gunique_bt_set_search_key(key, cursor->index, 1, &cursor->first, &isnull);
 	_bt_freestack(gunique_bt_search(cursor->index, cursor->heap, key, &buf));
 	pfree(key);
 	if (!BufferIsValid(buf) || !merge_cursor_load(cursor, buf))
@@ -390,31 +387,17 @@ merge_range_widen(MergeState *state, MergeCursor *cursor, ScanDirection dir,
 				  MergeRange *range)
 {
 	SortSupport ssup = &state->ssup[0];
-	ScanKeyData notnull;
-	IndexScanDesc scan;
 	Datum		value;
-	bool		isnull;
 
-	ScanKeyEntryInitialize(&notnull, SK_ISNULL | SK_SEARCHNOTNULL, 1,
-						   InvalidStrategy, InvalidOid, InvalidOid,
-						   InvalidOid, (Datum) 0);
-	scan = gunique_index_beginscan(cursor->heap, cursor->index, SnapshotAny, 1);
-	scan->xs_want_itup = true;
-	index_rescan(scan, &notnull, 1, NULL, 0);
-	if (index_getnext_tid(scan, dir) != NULL)
-	{
-		value = index_getattr(scan->xs_itup, 1, scan->xs_itupdesc, &isnull);
-		Assert(!isnull);
-		value = datumCopy(value, state->typbyval[0], state->typlen[0]);
-		if (!range->found)
-			range->first = range->last = value;
-		else if (ApplySortComparator(value, false, range->first, false, ssup) < 0)
-			range->first = value;
-		else if (ApplySortComparator(value, false, range->last, false, ssup) > 0)
-			range->last = value;
-		range->found = true;
-	}
-	index_endscan(scan);
+	if (!gunique_bt_end_key(cursor->heap, cursor->index, dir, &value))
+		return;
+	if (!range->found)
+		range->first = range->last = value;
+	else if (ApplySortComparator(value, false, range->first, false, ssup) < 0)
+		range->first = value;
+	else if (ApplySortComparator(value, false, range->last, false, ssup) > 0)
+		range->last = value;
+	range->found = true;
 }
 
 /*

@@ -51,6 +51,7 @@
 #include "utils/rel.h"
 #include "utils/snapmgr.h"
 
+#include "btread.h"
 #include "compat.h"
 #include "handler.h"
 #include "keylock.h"
@@ -124,25 +125,6 @@ report_conflict(Relation index, Relation heap, Relation holder,
 			 elsewhere && checkUnique == UNIQUE_CHECK_PARTIAL ?
 			 errhint("INSERT ... ON CONFLICT resolves conflicts within one partition only; this key is held by another partition.") : 0,
 			 errtableconstraint(heap, RelationGetRelationName(index))));
-}
-
-/* Point the leaf's insertion scan key at the key being inserted. */
-static void
-set_search_key(ProbeScan *ps, int nkeys, Datum *values, bool *isnull)
-{
-	BTScanInsert key = ps->itup_key;
-	int16	   *indoption = ps->index->rd_indoption;
-
-	key->keysz = nkeys;
-	key->scantid = NULL;
-	key->anynullkeys = false;
-	for (int i = 0; i < nkeys; i++)
-	{
-		key->scankeys[i].sk_argument = isnull[i] ? (Datum) 0 : values[i];
-		key->scankeys[i].sk_flags = (isnull[i] ? SK_ISNULL : 0) |
-			(indoption[i] << SK_BT_INDOPTION_SHIFT);
-		key->anynullkeys |= isnull[i];
-	}
 }
 
 /*
@@ -248,7 +230,7 @@ probe_leaf(ProbeScan *ps, int nkeys, Datum *values, bool *isnull,
 	bool		conflict = false;
 	bool		past_key = false;
 
-	set_search_key(ps, nkeys, values, isnull);
+	gunique_bt_set_search_key(ps->itup_key, rel, nkeys, values, isnull);
 	_bt_freestack(gunique_bt_search(rel, ps->heap, ps->itup_key, &buf));
 	if (!BufferIsValid(buf))
 		return InvalidOid;		/* the btree is empty */

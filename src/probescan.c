@@ -42,6 +42,7 @@
 #include "utils/resowner.h"
 #include "utils/snapmgr.h"
 
+#include "btread.h"
 #include "compat.h"
 #include "probescan.h"
 #include "scope.h"
@@ -122,9 +123,7 @@ gunique_probescan_get(Oid heapoid, Oid indexoid)
 		ps->heap = table_open(heapoid, NoLock);
 		ps->index = index_open(indexoid, NoLock);
 		InitDirtySnapshot(ps->dirty);
-		ps->itup_key = _bt_mkscankey(ps->index, NULL);
-		_bt_metaversion(ps->index, &ps->itup_key->heapkeyspace,
-						&ps->itup_key->allequalimage);
+		ps->itup_key = gunique_bt_search_key(ps->index);
 		ps->fetch = table_index_fetch_begin(ps->heap);
 		ps->slot = table_slot_create(ps->heap, NULL);
 		ps->summary = gunique_summary_for(ps->index);
@@ -155,7 +154,6 @@ group_set_key(ProbeGroup *pg, GuniqueScope *scope)
 	pg->nulls_not_distinct = scope->nulls_not_distinct;
 	for (int i = 0; i < scope->nkeys; i++)
 	{
-		pg->eqproc[i] = scope->eqproc[i];
 		pg->collation[i] = scope->collation[i];
 		pg->hashable[i] = scope->hashable[i];
 		if (scope->hashable[i])

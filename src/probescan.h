@@ -58,7 +58,6 @@ typedef struct ProbeGroup
 	/* The key, as in GuniqueScope. */
 	int			nkeys;
 	bool		nulls_not_distinct;
-	Oid			eqproc[INDEX_MAX_KEYS];
 	Oid			collation[INDEX_MAX_KEYS];
 	bool		hashable[INDEX_MAX_KEYS];
 	FmgrInfo	hashfn[INDEX_MAX_KEYS];

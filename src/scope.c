@@ -370,7 +370,6 @@ scope_fill_key(GuniqueScope *scope, Relation index)
 			elog(ERROR, "missing operator %d(%u,%u) in opfamily %u",
 				 BTEqualStrategyNumber, index->rd_opcintype[i],
 				 index->rd_opcintype[i], index->rd_opfamily[i]);
-		scope->eqproc[i] = get_opcode(eqop);
 		scope->collation[i] = index->rd_indcollation[i];
 
 		/*

@@ -34,7 +34,6 @@ typedef struct GuniqueScope
 	/* The key, the same for every leaf of the tree. */
 	int			nkeys;
 	bool		nulls_not_distinct;
-	Oid			eqproc[INDEX_MAX_KEYS]; /* function of the "=" operator */
 	Oid			collation[INDEX_MAX_KEYS];
 	bool		hashable[INDEX_MAX_KEYS];
 	FmgrInfo	hashfn[INDEX_MAX_KEYS]; /* hash consistent with "=" */

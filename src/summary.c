@@ -58,6 +58,7 @@
 #include "utils/snapmgr.h"
 #include "utils/uuid.h"
 
+#include "btread.h"
 #include "compat.h"
 #include "summary.h"
 
@@ -300,25 +301,10 @@ static void
 summary_widen_by_end(GuniqueSummary *summary, Relation heap, Relation index,
 					 ScanDirection dir)
 {
-	ScanKeyData notnull;
-	IndexScanDesc scan;
+	Datum		value;
 
-	ScanKeyEntryInitialize(&notnull, SK_ISNULL | SK_SEARCHNOTNULL, 1,
-						   InvalidStrategy, InvalidOid, InvalidOid,
-						   InvalidOid, (Datum) 0);
-	scan = gunique_index_beginscan(heap, index, SnapshotAny, 1);
-	scan->xs_want_itup = true;
-	index_rescan(scan, &notnull, 1, NULL, 0);
-	if (index_getnext_tid(scan, dir) != NULL)
-	{
-		bool		isnull;
-		Datum		value = index_getattr(scan->xs_itup, 1,
-										  scan->xs_itupdesc, &isnull);
-
-		if (!isnull)
-			summary_widen_key(summary, summary_map(summary->typid, value));
-	}
-	index_endscan(scan);
+	if (gunique_bt_end_key(heap, index, dir, &value))
+		summary_widen_key(summary, summary_map(summary->typid, value));
 }
 
 /*

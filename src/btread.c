@@ -1,0 +1,92 @@
+/*-------------------------------------------------------------------------
+ *
+ * btread.c
+ *	  Reading a gunique leaf's btree directly.
+ *
+ * The probe (probe.c) and the merge check (merge.c) descend a leaf's btree
+ * with an insertion scan key, as nbtree's own insert does, rather than
+ * through an index scan; key-range summaries (summary.c) and ATTACH's
+ * range (merge.c) need the smallest and largest key a leaf holds.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "access/genam.h"
+#include "access/relscan.h"
+#include "utils/datum.h"
+#include "utils/snapmgr.h"
+
+#include "btread.h"
+#include "compat.h"
+
+/*
+ * An insertion scan key for the index, without arguments: set them with
+ * gunique_bt_set_search_key before each descent.
+ */
+BTScanInsert
+gunique_bt_search_key(Relation index)
+{
+	BTScanInsert key = _bt_mkscankey(index, NULL);
+
+	_bt_metaversion(index, &key->heapkeyspace, &key->allequalimage);
+	return key;
+}
+
+/*
+ * Point the key at the first "nkeys" key columns of a key, to find the
+ * first entry not less than it (no heap TID).
+ */
+void
+gunique_bt_set_search_key(BTScanInsert key, Relation index, int nkeys,
+						  Datum *values, bool *isnull)
+{
+	int16	   *indoption = index->rd_indoption;
+
+	key->keysz = nkeys;
+	key->scantid = NULL;
+	key->anynullkeys = false;
+	for (int i = 0; i < nkeys; i++)
+	{
+		key->scankeys[i].sk_argument = isnull[i] ? (Datum) 0 : values[i];
+		key->scankeys[i].sk_flags = (isnull[i] ? SK_ISNULL : 0) |
+			(indoption[i] << SK_BT_INDOPTION_SHIFT);
+		key->anynullkeys |= isnull[i];
+	}
+}
+
+/*
+ * The first non-NULL value of the first key column at one end of the index
+ * (in index order), dead entries included, copied into the current memory
+ * context.  False if the index holds no such entry.
+ */
+bool
+gunique_bt_end_key(Relation heap, Relation index, ScanDirection dir,
+				   Datum *value)
+{
+	Form_pg_attribute att = TupleDescAttr(RelationGetDescr(index), 0);
+	ScanKeyData notnull;
+	IndexScanDesc scan;
+	bool		found = false;
+
+	ScanKeyEntryInitialize(&notnull, SK_ISNULL | SK_SEARCHNOTNULL, 1,
+						   InvalidStrategy, InvalidOid, InvalidOid,
+						   InvalidOid, (Datum) 0);
+	scan = gunique_index_beginscan(heap, index, SnapshotAny, 1);
+	scan->xs_want_itup = true;
+	index_rescan(scan, &notnull, 1, NULL, 0);
+	if (index_getnext_tid(scan, dir) != NULL)
+	{
+		bool		isnull;
+		Datum		v = index_getattr(scan->xs_itup, 1, scan->xs_itupdesc,
+									  &isnull);
+
+		if (!isnull)
+		{
+			*value = datumCopy(v, att->attbyval, att->attlen);
+			found = true;
+		}
+	}
+	index_endscan(scan);
+	return found;
+}

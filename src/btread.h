@@ -1,0 +1,21 @@
+/*-------------------------------------------------------------------------
+ *
+ * btread.h
+ *	  Reading a gunique leaf's btree directly.
+ *
+ *-------------------------------------------------------------------------
+ */
+#ifndef GUNIQUE_BTREAD_H
+#define GUNIQUE_BTREAD_H
+
+#include "access/nbtree.h"
+#include "access/sdir.h"
+#include "utils/rel.h"
+
+extern BTScanInsert gunique_bt_search_key(Relation index);
+extern void gunique_bt_set_search_key(BTScanInsert key, Relation index,
+									  int nkeys, Datum *values, bool *isnull);
+extern bool gunique_bt_end_key(Relation heap, Relation index,
+							   ScanDirection dir, Datum *value);
+
+#endif							/* GUNIQUE_BTREAD_H */

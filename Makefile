@@ -6,6 +6,7 @@ OBJS = \
 	src/gunique.o \
 	src/btread.o \
 	src/ddl.o \
+	src/filter.o \
 	src/handler.o \
 	src/keylock.o \
 	src/merge.o \
@@ -18,13 +19,14 @@ OBJS = \
 	src/tree.o \
 	src/verify.o
 
-DATA = gunique--1.0.sql gunique--1.0--1.1.sql gunique--1.1--1.2.sql
+DATA = gunique--1.0.sql gunique--1.0--1.1.sql gunique--1.1--1.2.sql \
+	gunique--1.2--1.3.sql
 PGFILEDESC = "gunique - unique indexes across partitions"
 
-REGRESS = opclass plain partitioned probescan summary onconflict foreignkey lifecycle verify
+REGRESS = opclass plain partitioned probescan summary filter onconflict foreignkey lifecycle verify
 REGRESS_OPTS = --inputdir=. --outputdir=$(CURDIR)/results-regress
 
-ISOLATION = insert-insert insert-insert-3 summary-race insert-delete update-move deadlock copy-update create-vs-insert attach-vs-insert waiters detach-vs-insert reindex-vs-insert
+ISOLATION = insert-insert insert-insert-3 summary-race filter-race insert-delete update-move deadlock copy-update create-vs-insert attach-vs-insert waiters detach-vs-insert reindex-vs-insert
 ISOLATION_OPTS = --inputdir=. --outputdir=$(CURDIR)/results-isolation
 
 TAP_TESTS = 1

@@ -8,8 +8,26 @@ CREATE EXTENSION gunique VERSION '1.0';
 RESET client_min_messages;
 SELECT extversion FROM pg_extension WHERE extname = 'gunique';
 SELECT count(*) FROM pg_proc WHERE proname = 'gunique_verify';
+ALTER EXTENSION gunique UPDATE TO '1.2';
+-- the library serves 1.2's probe statistics, which lack partitions_filtered
+CREATE TABLE vs (a int, b int) PARTITION BY LIST (a);
+CREATE TABLE vs1 PARTITION OF vs FOR VALUES IN (1);
+CREATE TABLE vs2 PARTITION OF vs FOR VALUES IN (2);
+CREATE UNIQUE INDEX vs_b ON vs USING gunique (b);
+SELECT gunique_probe_stats_reset();
+INSERT INTO vs SELECT 1 + g % 2, g FROM generate_series(1, 10) g;
+INSERT INTO vs VALUES (2, 2);
+SELECT partition, inserts, inserts_unprobed, probes, partitions_probed,
+       partitions_skipped, waits, conflicts
+  FROM gunique_stat_probes
+ WHERE partition IN ('vs1'::regclass, 'vs2') ORDER BY 1;
 ALTER EXTENSION gunique UPDATE;
 SELECT extversion FROM pg_extension WHERE extname = 'gunique';
+SELECT partition, inserts, probes, partitions_probed + partitions_skipped +
+       partitions_filtered AS partitions, waits, conflicts
+  FROM gunique_stat_probes
+ WHERE partition IN ('vs1'::regclass, 'vs2') ORDER BY 1;
+DROP TABLE vs;
 -- the members of the extension (types are left out: psql 15 hides a view's
 -- row type, later versions list it)
 SELECT pg_describe_object(classid, objid, 0) AS object

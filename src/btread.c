@@ -6,7 +6,8 @@
  * The probe (probe.c) and the merge check (merge.c) descend a leaf's btree
  * with an insertion scan key, as nbtree's own insert does, rather than
  * through an index scan; key-range summaries (summary.c) and ATTACH's
- * range (merge.c) need the smallest and largest key a leaf holds.
+ * range (merge.c) need the smallest and largest key a leaf holds; the merge
+ * and key filters (filter.c) read a leaf's pages left to right.
  *
  *-------------------------------------------------------------------------
  */
@@ -89,4 +90,34 @@ gunique_bt_end_key(Relation heap, Relation index, ScanDirection dir,
 	}
 	index_endscan(scan);
 	return found;
+}
+
+/*
+ * Copy leaf page "buf" (read-locked) into "page", BLCKSZ bytes, and release
+ * it; deleted and half-dead pages are passed over to the right.  *next is
+ * the copy's right sibling, or InvalidBlockNumber.  False when no page is
+ * left.
+ *
+ * Reading a copy with no buffer held, then its right sibling, sees every
+ * entry that was in the leaf level before the first copy was taken: a page
+ * that splits later moves entries only to its right, where the walk goes.
+ */
+bool
+gunique_bt_copy_leaf(Relation index, Buffer buf, char *page,
+					 BlockNumber *next)
+{
+	for (;;)
+	{
+		BTPageOpaque opaque;
+
+		memcpy(page, BufferGetPage(buf), BLCKSZ);
+		_bt_relbuf(index, buf);
+		opaque = BTPageGetOpaque((Page) page);
+		*next = P_RIGHTMOST(opaque) ? InvalidBlockNumber : opaque->btpo_next;
+		if (!P_IGNORE(opaque))
+			return true;
+		if (!BlockNumberIsValid(*next))
+			return false;
+		buf = _bt_getbuf(index, *next, BT_READ);
+	}
 }

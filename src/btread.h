@@ -17,5 +17,7 @@ extern void gunique_bt_set_search_key(BTScanInsert key, Relation index,
 									  int nkeys, Datum *values, bool *isnull);
 extern bool gunique_bt_end_key(Relation heap, Relation index,
 							   ScanDirection dir, Datum *value);
+extern bool gunique_bt_copy_leaf(Relation index, Buffer buf, char *page,
+								 BlockNumber *next);
 
 #endif							/* GUNIQUE_BTREAD_H */

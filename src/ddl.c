@@ -26,6 +26,9 @@
  * - ALTER TABLE ... ATTACH PARTITION: the tree is checked with writers
  *	 blocked on every leaf.
  *
+ * An object access hook frees the shared-memory summary and key filter of
+ * a leaf index that is dropped (summary.c).
+ *
  * Without the preload an event trigger created by the extension stands
  * guard instead: it cannot do the work, but it turns PostgreSQL's
  * partition-key error into one that says what is missing.
@@ -36,6 +39,7 @@
 
 #include "access/xact.h"
 #include "catalog/namespace.h"
+#include "catalog/objectaccess.h"
 #include "catalog/pg_class.h"
 #include "commands/event_trigger.h"
 #include "nodes/parsenodes.h"
@@ -49,6 +53,7 @@
 #include "merge.h"
 #include "probescan.h"
 #include "scope.h"
+#include "summary.h"
 #include "tree.h"
 
 PG_FUNCTION_INFO_V1(gunique_ddl_guard);
@@ -67,6 +72,7 @@ typedef struct UtilityCall
 } UtilityCall;
 
 static ProcessUtility_hook_type prev_ProcessUtility = NULL;
+static object_access_hook_type prev_object_access_hook = NULL;
 
 /* Set while PostgreSQL builds a gunique tree that the hook made non-unique. */
 static bool nonunique_build_allowed = false;
@@ -78,11 +84,28 @@ static void gunique_ProcessUtility(PlannedStmt *pstmt, const char *queryString,
 								   QueryEnvironment *queryEnv,
 								   DestReceiver *dest, QueryCompletion *qc);
 
+/*
+ * A dropped relation takes its summary and filter with it, if it had one:
+ * a lookup by OID, so no catalog access is needed to tell.  DROP holds the
+ * relation (or its table) in AccessExclusiveLock.
+ */
+static void
+gunique_object_access(ObjectAccessType access, Oid classId, Oid objectId,
+					  int subId, void *arg)
+{
+	if (prev_object_access_hook)
+		prev_object_access_hook(access, classId, objectId, subId, arg);
+	if (access == OAT_DROP && classId == RelationRelationId && subId == 0)
+		gunique_summary_forget(objectId);
+}
+
 void
 gunique_ddl_init(void)
 {
 	prev_ProcessUtility = ProcessUtility_hook;
 	ProcessUtility_hook = gunique_ProcessUtility;
+	prev_object_access_hook = object_access_hook;
+	object_access_hook = gunique_object_access;
 }
 
 bool

@@ -21,6 +21,7 @@
 
 #include "compat.h"
 #include "ddl.h"
+#include "filter.h"
 #include "gunique.h"
 #include "keylock.h"
 #include "onconflict.h"
@@ -45,6 +46,7 @@ gunique_shmem_request(void)
 		prev_shmem_request_hook();
 	gunique_keylock_shmem_request();
 	gunique_summary_shmem_request();
+	gunique_filter_shmem_request();
 	gunique_stats_shmem_request();
 }
 
@@ -55,6 +57,7 @@ gunique_shmem_startup(void)
 		prev_shmem_startup_hook();
 	gunique_keylock_shmem_startup();
 	gunique_summary_shmem_startup();
+	gunique_filter_shmem_startup();
 	gunique_stats_shmem_startup();
 }
 
@@ -71,6 +74,13 @@ _PG_init(void)
 							16384, 0, INT_MAX / 2,
 							PGC_POSTMASTER, 0,
 							NULL, NULL, NULL);
+	DefineCustomIntVariable("gunique.filter_memory",
+							"Sets the shared memory for the key filters of gunique leaf indexes.",
+							"A probe skips a partition whose key filter rules the key out; without room for a filter a partition is always probed.  0 turns key filters off.",
+							&gunique_filter_memory,
+							32 * 1024, 0, INT_MAX / 2,
+							PGC_POSTMASTER, GUC_UNIT_KB,
+							NULL, NULL, NULL);
 	MarkGUCPrefixReserved("gunique");
 
 	prev_shmem_request_hook = shmem_request_hook;
@@ -83,6 +93,7 @@ _PG_init(void)
 	gunique_scope_init();
 	gunique_onconflict_init();
 	gunique_probescan_init();
+	gunique_summary_init();
 }
 
 /*

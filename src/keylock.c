@@ -27,6 +27,10 @@
  * under the key lock are never held by a backend that then waits for a key
  * lock.
  *
+ * Key filters (filter.c) use the locks as a barrier: a backend holding no
+ * key lock takes and releases each in turn, after which every probe or
+ * insert that was under a key lock when it started has finished.
+ *
  *-------------------------------------------------------------------------
  */
 #include "postgres.h"
@@ -59,4 +63,18 @@ gunique_keylock_for(Oid topindex, uint32 keyhash)
 	uint32		h = hash_combine(murmurhash32((uint32) topindex), keyhash);
 
 	return &keylocks[h & (GUNIQUE_KEYLOCKS - 1)].lock;
+}
+
+/*
+ * Wait until every backend that holds a key lock now has released it.  The
+ * caller holds none.
+ */
+void
+gunique_keylock_barrier(void)
+{
+	for (int i = 0; i < GUNIQUE_KEYLOCKS; i++)
+	{
+		LWLockAcquire(&keylocks[i].lock, LW_EXCLUSIVE);
+		LWLockRelease(&keylocks[i].lock);
+	}
 }

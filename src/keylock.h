@@ -13,5 +13,6 @@
 extern void gunique_keylock_shmem_request(void);
 extern void gunique_keylock_shmem_startup(void);
 extern LWLock *gunique_keylock_for(Oid topindex, uint32 keyhash);
+extern void gunique_keylock_barrier(void);
 
 #endif							/* GUNIQUE_KEYLOCK_H */

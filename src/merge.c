@@ -42,8 +42,11 @@
 
 #include "btread.h"
 #include "compat.h"
+#include "filter.h"
+#include "keylock.h"
 #include "merge.h"
 #include "scope.h"
+#include "summary.h"
 
 /*
  * A leaf's entries in index order, read a page at a time: each leaf page is
@@ -72,6 +75,9 @@ typedef struct MergeCursor
 	bool		bounded;
 	Datum		first;			/* first key column, index order */
 	Datum		last;
+
+	/* Reading every entry, the merge fills the leaf's key filter. */
+	GuniqueFilterFill fill;
 
 	/* The current entry. */
 	ItemPointerData tid;
@@ -193,32 +199,19 @@ merge_heap_cmp(Datum a, Datum b, void *arg)
 }
 
 /*
- * Copy leaf page "buf" (locked) and release it; deleted and half-dead pages
- * are passed over to the right.  False when no page is left.
+ * Read leaf page "buf" (locked) from a copy, released at once; false when
+ * no page is left.
  */
 static bool
 merge_cursor_load(MergeCursor *cursor, Buffer buf)
 {
-	for (;;)
-	{
-		BTPageOpaque opaque;
-
-		memcpy(cursor->page, BufferGetPage(buf), BLCKSZ);
-		_bt_relbuf(cursor->index, buf);
-		opaque = BTPageGetOpaque((Page) cursor->page);
-		cursor->next = P_RIGHTMOST(opaque) ? InvalidBlockNumber :
-			opaque->btpo_next;
-		if (!P_IGNORE(opaque))
-		{
-			cursor->off = P_FIRSTDATAKEY(opaque);
-			cursor->maxoff = PageGetMaxOffsetNumber((Page) cursor->page);
-			cursor->posting = NULL;
-			return true;
-		}
-		if (!BlockNumberIsValid(cursor->next))
-			return false;
-		buf = _bt_getbuf(cursor->index, cursor->next, BT_READ);
-	}
+	if (!gunique_bt_copy_leaf(cursor->index, buf, cursor->page,
+							  &cursor->next))
+		return false;
+	cursor->off = P_FIRSTDATAKEY(BTPageGetOpaque((Page) cursor->page));
+	cursor->maxoff = PageGetMaxOffsetNumber((Page) cursor->page);
+	cursor->posting = NULL;
+	return true;
 }
 
 /* The next non-dead index tuple of the leaf, or NULL at its end. */
@@ -293,6 +286,8 @@ merge_cursor_next(MergeState *state, MergeCursor *cursor)
 			continue;
 		if (where > 0)
 			return false;
+		if (cursor->fill.summary != NULL && !cursor->isnull[0])
+			gunique_filter_fill_key(&cursor->fill, cursor->values[0]);
 		if (BTreeTupleIsPosting(itup))
 		{
 			cursor->posting = itup;
@@ -630,37 +625,63 @@ merge_progress_start(Relation topindex)
 }
 
 /*
- * Merge the keys of all leaves of the tree under topindex, calling
- * "callback" for every key that two or more live rows share.  Each leaf table
- * is locked in "lockmode".  Rows are live if "snapshot" sees them.  With
- * "attached", only keys that can equal a key of the leaves under that table
- * are merged.  Returns the number of duplicated keys.
+ * Each leaf that the merge reads whole gets a new key filter from what it
+ * reads (filter.c).  With writers locked out of every leaf (the check's
+ * ShareLock), nobody else touches the filters meanwhile; otherwise they are
+ * published as "next" before the key lock barrier, which comes before any
+ * page is read.
  */
-int64
-gunique_merge_tree(Oid topindexoid, LOCKMODE lockmode, Snapshot snapshot,
-				   Oid attached, GuniqueDuplicateCallback callback, void *arg)
+static void
+merge_fill_begin(MergeState *state, bool exclusive)
 {
-	Relation	topindex = index_open(topindexoid, AccessShareLock);
-	List	   *leaves = gunique_tree_leaves(topindexoid);
-	MergeState *state = palloc0(sizeof(MergeState));
-	binaryheap *heap;
-	ListCell   *lc;
-	int64		done = 0;
-	int64		nduplicates;
+	bool		any = false;
 
-	merge_state_init(state, topindex);
-	state->snapshot = snapshot;
-	state->callback = callback;
-	state->callback_arg = arg;
-	state->ncursors = list_length(leaves);
-	state->cursors = palloc0(sizeof(MergeCursor) * Max(state->ncursors, 1));
+	for (int c = 0; c < state->ncursors; c++)
+	{
+		MergeCursor *cursor = &state->cursors[c];
+
+		if (!cursor->bounded &&
+			gunique_filter_fill_begin(&cursor->fill,
+									  gunique_summary_for(cursor->index),
+									  cursor->index, exclusive))
+			any = true;
+	}
+	if (any && !exclusive)
+		gunique_keylock_barrier();
+}
+
+/* Publish the filters once every entry is read, or drop them on error. */
+static void
+merge_fill_end(MergeState *state, bool complete, bool exclusive)
+{
+	bool		any = false;
+
+	for (int c = 0; c < state->ncursors; c++)
+	{
+		MergeCursor *cursor = &state->cursors[c];
+
+		if (cursor->fill.summary == NULL)
+			continue;
+		if (complete)
+			gunique_filter_fill_publish(&cursor->fill);
+		else
+			gunique_filter_fill_abort(&cursor->fill);
+		any = true;
+	}
+	if (any && !exclusive)
+		gunique_keylock_barrier();
+	for (int c = 0; c < state->ncursors; c++)
+		gunique_filter_fill_done(&state->cursors[c].fill);
+}
+
+/* Merge the cursors' entries in key order. */
+static void
+merge_run(MergeState *state)
+{
+	binaryheap *heap;
+	int64		done = 0;
 
 	heap = binaryheap_allocate(Max(state->ncursors, 1), merge_heap_cmp, state);
-	foreach(lc, leaves)
-		merge_cursor_open(&state->cursors[foreach_current_index(lc)],
-						  lfirst(lc), lockmode);
-	if (OidIsValid(attached) && !state->nulls_not_distinct)
-		merge_restrict_to_attached(state, leaves, attached);
 	for (int c = 0; c < state->ncursors; c++)
 	{
 		MergeCursor *cursor = &state->cursors[c];
@@ -694,10 +715,62 @@ gunique_merge_tree(Oid topindexoid, LOCKMODE lockmode, Snapshot snapshot,
 	}
 	if (state->inrun)
 		merge_close_run(state);
+	binaryheap_free(heap);
+}
+
+/*
+ * Merge the keys of all leaves of the tree under topindex, calling
+ * "callback" for every key that two or more live rows share.  Each leaf table
+ * is locked in "lockmode".  Rows are live if "snapshot" sees them.  With
+ * "attached", only keys that can equal a key of the leaves under that table
+ * are merged.  With "fill_filters", every leaf read whole gets a new key
+ * filter.  Returns the number of duplicated keys.
+ */
+int64
+gunique_merge_tree(Oid topindexoid, LOCKMODE lockmode, Snapshot snapshot,
+				   Oid attached, bool fill_filters,
+				   GuniqueDuplicateCallback callback, void *arg)
+{
+	Relation	topindex = index_open(topindexoid, AccessShareLock);
+	List	   *leaves = gunique_tree_leaves(topindexoid);
+	MergeState *state = palloc0(sizeof(MergeState));
+	ListCell   *lc;
+	int64		nduplicates;
+
+	merge_state_init(state, topindex);
+	state->snapshot = snapshot;
+	state->callback = callback;
+	state->callback_arg = arg;
+	state->ncursors = list_length(leaves);
+	state->cursors = palloc0(sizeof(MergeCursor) * Max(state->ncursors, 1));
+
+	foreach(lc, leaves)
+		merge_cursor_open(&state->cursors[foreach_current_index(lc)],
+						  lfirst(lc), lockmode);
+	if (OidIsValid(attached) && !state->nulls_not_distinct)
+		merge_restrict_to_attached(state, leaves, attached);
+	if (!fill_filters)
+		merge_run(state);
+	else
+	{
+		bool		exclusive = lockmode >= ShareLock;
+
+		merge_fill_begin(state, exclusive);
+		PG_TRY();
+		{
+			merge_run(state);
+		}
+		PG_CATCH();
+		{
+			merge_fill_end(state, false, exclusive);
+			PG_RE_THROW();
+		}
+		PG_END_TRY();
+		merge_fill_end(state, true, exclusive);
+	}
 
 	for (int c = 0; c < state->ncursors; c++)
 		merge_cursor_close(&state->cursors[c]);
-	binaryheap_free(heap);
 	MemoryContextDelete(state->runcxt);
 	pfree(state->run);
 	index_close(topindex, NoLock);
@@ -728,8 +801,8 @@ gunique_check_tree(Oid topindexoid, Oid attached, Oid only_attached)
 
 	merge_progress_start(topindex);
 	nduplicates = gunique_merge_tree(topindexoid, ShareLock, SnapshotSelf,
-									 only_attached, check_remember_first,
-									 &first);
+									 only_attached, true,
+									 check_remember_first, &first);
 	if (nduplicates > 0)
 		check_report(&first, nduplicates, topindex, attached);
 	pgstat_progress_end_command();

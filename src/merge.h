@@ -22,6 +22,7 @@ typedef void (*GuniqueDuplicateCallback) (void *arg, Relation index,
 
 extern int64 gunique_merge_tree(Oid topindex, LOCKMODE lockmode,
 								Snapshot snapshot, Oid attached,
+								bool fill_filters,
 								GuniqueDuplicateCallback callback, void *arg);
 extern void gunique_check_tree(Oid topindex, Oid attached,
 							   Oid only_attached);

@@ -15,14 +15,16 @@
  *	 open the group's leaves (once per statement, probescan.c);
  *	 lock key;
  *	 look in every leaf of the group, own leaf included, whose key-range
- *	   summary (summary.c) does not rule the key out: with serial keys that
- *	   is none, not even own leaf, whose range the key extends;
+ *	   summary (summary.c) or key filter (filter.c) does not rule the key
+ *	   out: with serial keys that is none, not even own leaf, whose range
+ *	   the key extends, and with random keys rarely any;
  *	 a live committed match, or one inserted by this transaction: unlock,
  *	   violation;
  *	 a match inserted or deleted by a transaction in progress: unlock, wait
  *	   for it, start again;
- *	 nothing: widen own leaf's summary, insert into own leaf (nbtree
- *	   re-checks it); unlock.
+ *	 nothing: widen own leaf's summary and filter, insert into own leaf
+ *	   (nbtree re-checks it); unlock;
+ *	 then build the filters that the probe missed or own leaf outgrew.
  *
  * Two inserters of equal keys therefore never both insert before looking:
  * the second to take the key lock sees the first's summary and entry.  An
@@ -53,6 +55,7 @@
 
 #include "btread.h"
 #include "compat.h"
+#include "filter.h"
 #include "handler.h"
 #include "keylock.h"
 #include "probe.h"
@@ -262,10 +265,36 @@ probe_leaf(ProbeScan *ps, int nkeys, Datum *values, bool *isnull,
 }
 
 /*
- * Under the key lock: look for the key in every leaf of the group whose
- * summary does not rule it out, own leaf included.  Returns the table of a
- * leaf that holds the key (a violation) or InvalidOid, with what it found in
- * progress in *finding.
+ * Could leaf i hold the key, as far as its summary and filter tell?  Notes
+ * in the group when a leaf without a filter has been searched often enough
+ * to be worth one.
+ */
+static inline bool
+probe_leaf_needed(ProbeGroup *pg, int i, uint64 key, uint64 hash,
+				  uint64 *counts)
+{
+	GuniqueSummary *summary = pg->summaries[i];
+
+	if (gunique_summary_excludes(summary, key))
+	{
+		counts[GUNIQUE_STAT_LEAVES_SKIPPED]++;
+		return false;
+	}
+	if (gunique_filter_excludes(summary, hash))
+	{
+		counts[GUNIQUE_STAT_LEAVES_FILTERED]++;
+		return false;
+	}
+	if (gunique_filter_wanted(summary, pg->targets[i]->filter_after))
+		pg->filters_wanted = true;
+	return true;
+}
+
+/*
+ * Under the key lock: look for the key in every leaf of the group that its
+ * summary and filter do not rule out, own leaf included.  Returns the table
+ * of a leaf that holds the key (a violation) or InvalidOid, with what it
+ * found in progress in *finding.
  */
 static Oid
 probe_group(ProbeGroup *pg, ProbeFinding *finding, Datum *values,
@@ -275,24 +304,23 @@ probe_group(ProbeGroup *pg, ProbeFinding *finding, Datum *values,
 	bool		summarized = pg->nkeys == 1 && !isnull[0] &&
 		pg->any_summary != NULL;
 	uint64		key = 0;
+	uint64		hash = 0;
 	ProbeScanContext cxt;
 
 	/* Every leaf of a tree has the same key type: map the key once. */
 	if (summarized)
+	{
 		key = gunique_summary_key(pg->any_summary, values[0]);
+		hash = gunique_filter_hash(pg->any_summary, values[0]);
+	}
 
 	memset(finding, 0, sizeof(ProbeFinding));
 	gunique_probescan_enter(&cxt);
 	for (int i = 0; i < pg->ntargets && !OidIsValid(conflict); i++)
 	{
-		GuniqueSummary *summary = pg->summaries[i];
-
-		if (summarized && summary != NULL &&
-			gunique_summary_excludes(summary, key))
-		{
-			counts[GUNIQUE_STAT_LEAVES_SKIPPED]++;
+		if (summarized && pg->summaries[i] != NULL &&
+			!probe_leaf_needed(pg, i, key, hash, counts))
 			continue;
-		}
 		counts[GUNIQUE_STAT_LEAVES_PROBED]++;
 		conflict = probe_leaf(pg->targets[i], pg->nkeys, values, isnull,
 							  finding);
@@ -318,16 +346,49 @@ probe_wait(ProbeFinding *finding)
 	table_close(holder, NoLock);
 }
 
-/* Let the index's summary cover the key before nbtree inserts it. */
-static void
-widen_own_summary(GuniqueSummary *summary, Datum *values, bool *isnull,
-				  int nkeys)
+/*
+ * Let the index's summary and filter cover the key before nbtree inserts
+ * it.  True if the index has outgrown its filter.
+ */
+static bool
+cover_own_key(GuniqueSummary *summary, Datum *values, bool *isnull,
+			  int nkeys)
 {
-	if (summary != NULL && nkeys == 1 && !isnull[0])
-		gunique_summary_widen(summary, values[0]);
+	if (summary == NULL || nkeys != 1 || isnull[0])
+		return false;
+	gunique_summary_widen(summary, values[0]);
+	return gunique_filter_add(summary,
+							  gunique_filter_hash(summary, values[0]));
 }
 
-/* Insert without a probe: nbtree's own check of the leaf is complete. */
+/*
+ * With the key lock released: build the filters of the leaves that the
+ * probe searched for want of one, and a bigger one for own leaf if it
+ * outgrew its filter.  The statement holds every leaf of the group open.
+ */
+static void
+build_filters(ProbeGroup *pg, Relation index, bool own_full)
+{
+	if (pg->filters_wanted)
+	{
+		pg->filters_wanted = false;
+		for (int i = 0; i < pg->ntargets; i++)
+			if (pg->summaries[i] != NULL &&
+				gunique_filter_missing(pg->summaries[i]) &&
+				pg_atomic_read_u32(&pg->summaries[i]->filter_searches) >=
+				pg->targets[i]->filter_after)
+				gunique_filter_build(pg->summaries[i],
+									 pg->targets[i]->index);
+	}
+	if (own_full)
+		gunique_filter_build(pg->own_summary, index);
+}
+
+/*
+ * Insert without a probe: nbtree's own check of the leaf is complete.  The
+ * key lock is not needed for the filter either (see filter.c), and could not
+ * be held here: nbtree may wait for a transaction.
+ */
 static bool
 insert_unprobed(Relation index, GuniqueSummary *summary, Datum *values,
 				bool *isnull, ItemPointer heap_tid, Relation heap,
@@ -336,8 +397,8 @@ insert_unprobed(Relation index, GuniqueSummary *summary, Datum *values,
 {
 	counts[GUNIQUE_STAT_UNPROBED] = 1;
 	gunique_stats_add(index, counts);
-	widen_own_summary(summary, values, isnull,
-					  IndexRelationGetNumberOfKeyAttributes(index));
+	(void) cover_own_key(summary, values, isnull,
+						 IndexRelationGetNumberOfKeyAttributes(index));
 	return gunique_btinsert(index, values, isnull, heap_tid, heap,
 							checkUnique, indexUnchanged, indexInfo);
 }
@@ -352,6 +413,7 @@ gunique_probe_insert(Relation index, Datum *values, bool *isnull,
 	ProbeGroup *pg;
 	LWLock	   *keylock;
 	bool		result;
+	bool		own_full;
 	uint64		counts[GUNIQUE_NSTATS] = {0};
 
 	counts[GUNIQUE_STAT_INSERTS] = 1;
@@ -406,13 +468,15 @@ gunique_probe_insert(Relation index, Datum *values, bool *isnull,
 	gunique_stats_add(index, counts);
 
 	/*
-	 * Nobody else holds the key: widen own summary (only now, so that a key
-	 * refused or waited for does not widen it), insert, and let others see
-	 * it.  An error releases the key lock with all other LWLocks.
+	 * Nobody else holds the key: widen own summary and filter (only now, so
+	 * that a key refused or waited for does not widen them), insert, and let
+	 * others see it.  An error releases the key lock with all other LWLocks.
 	 */
-	widen_own_summary(pg->own_summary, values, isnull, pg->nkeys);
+	own_full = cover_own_key(pg->own_summary, values, isnull, pg->nkeys);
 	result = gunique_btinsert(index, values, isnull, heap_tid, heap,
 							  checkUnique, indexUnchanged, indexInfo);
 	LWLockRelease(keylock);
+	if (pg->filters_wanted || own_full)
+		build_filters(pg, index, own_full);
 	return result;
 }

@@ -44,6 +44,7 @@
 
 #include "btread.h"
 #include "compat.h"
+#include "filter.h"
 #include "probescan.h"
 #include "scope.h"
 #include "stats.h"
@@ -127,6 +128,7 @@ gunique_probescan_get(Oid heapoid, Oid indexoid)
 		ps->fetch = table_index_fetch_begin(ps->heap);
 		ps->slot = table_slot_create(ps->heap, NULL);
 		ps->summary = gunique_summary_for(ps->index);
+		ps->filter_after = gunique_filter_threshold(ps->index);
 	}
 	PG_CATCH();
 	{
@@ -261,6 +263,7 @@ group_build(Relation index, bool skip_self)
 		pg->scope_generation = 0;	/* not valid until built */
 		pg->skip_self = skip_self;
 		pg->needed = nleaves > (self >= 0 ? 1 : 0);
+		pg->filters_wanted = false;
 		pg->self = self;
 		pg->ntargets = 0;
 		pg->targets = NULL;

@@ -32,6 +32,8 @@ typedef struct ProbeScan
 	IndexFetchTableData *fetch;
 	TupleTableSlot *slot;
 	GuniqueSummary *summary;	/* the leaf's key-range summary, or NULL */
+	uint32		filter_after;	/* searches without a filter that make one
+								 * worth building */
 	SnapshotData dirty;			/* HeapTupleSatisfiesDirty leaves the matching
 								 * tuple's xmin/xmax here */
 } ProbeScan;
@@ -46,6 +48,7 @@ typedef struct ProbeGroup
 	uint64		scope_generation;	/* valid while the scope cache is */
 	bool		skip_self;		/* own leaf left out (ON CONFLICT) */
 	bool		needed;			/* another leaf can hold the leaf's keys */
+	bool		filters_wanted; /* a probe searched a leaf without a filter */
 	Oid			topindex;
 	int			ntargets;
 	ProbeScan **targets;		/* the group's leaves, own leaf at "self" */

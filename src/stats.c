@@ -162,7 +162,10 @@ gunique_probe_stats(PG_FUNCTION_ARGS)
 	HASH_SEQ_STATUS status;
 	SharedStats *entry;
 
+	bool		with_filtered;
+
 	InitMaterializedSRF(fcinfo, 0);
+	with_filtered = rsinfo->setDesc->natts == GUNIQUE_NSTATS + 1;
 	if (shared_stats == NULL)
 		return (Datum) 0;
 
@@ -177,9 +180,14 @@ gunique_probe_stats(PG_FUNCTION_ARGS)
 		if (entry->tag.dbid != MyDatabaseId)
 			continue;
 		values[0] = ObjectIdGetDatum(entry->tag.indexoid);
-		for (int i = 0; i < GUNIQUE_NSTATS; i++)
-			values[i + 1] = Int64GetDatum((int64)
+		for (int i = 0, col = 1; i < GUNIQUE_NSTATS; i++)
+		{
+			/* version 1.2 of the extension has no partitions_filtered */
+			if (i == GUNIQUE_STAT_LEAVES_FILTERED && !with_filtered)
+				continue;
+			values[col++] = Int64GetDatum((int64)
 										  pg_atomic_read_u64(&entry->counts[i]));
+		}
 		tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
 	}
 	LWLockRelease(stats_lock);

@@ -17,6 +17,7 @@ typedef enum GuniqueStat
 	GUNIQUE_STAT_PROBES,		/* rounds of looking in the other partitions */
 	GUNIQUE_STAT_LEAVES_PROBED, /* partitions whose btree was searched */
 	GUNIQUE_STAT_LEAVES_SKIPPED,	/* partitions ruled out by their key range */
+	GUNIQUE_STAT_LEAVES_FILTERED,	/* partitions ruled out by their key filter */
 	GUNIQUE_STAT_WAITS,			/* waits for a transaction holding the key */
 	GUNIQUE_STAT_CONFLICTS,		/* unique violations found by a probe */
 	GUNIQUE_NSTATS

@@ -44,6 +44,7 @@
 #include "access/genam.h"
 #include "access/itup.h"
 #include "access/relscan.h"
+#include "access/xact.h"
 #include "catalog/pg_opclass.h"
 #include "catalog/pg_type.h"
 #include "commands/defrem.h"
@@ -60,6 +61,7 @@
 
 #include "btread.h"
 #include "compat.h"
+#include "filter.h"
 #include "summary.h"
 
 /* Maps signed 64-bit values to unsigned ones in the same order. */
@@ -77,6 +79,22 @@ int			gunique_max_summaries = 16384;
 static HTAB *summaries = NULL;
 static LWLock *summaries_lock = NULL;
 static HTAB *memos = NULL;
+
+/*
+ * Leaf indexes whose btree this transaction built (new, or rebuilt by
+ * TRUNCATE or REINDEX), and the subtransaction that built it.  If that
+ * rolls back, the btree is gone or back to what it was, and the summary and
+ * filter, made from the new btree, must go too.
+ */
+typedef struct SummaryBuilt
+{
+	Oid			indexoid;
+	SubTransactionId subid;
+} SummaryBuilt;
+
+static SummaryBuilt *built = NULL;
+static int	nbuilt = 0;
+static int	maxbuilt = 0;
 
 static void summary_relcache_callback(Datum arg, Oid relid);
 
@@ -190,6 +208,78 @@ summary_map(Oid typid, Datum value)
 	}
 }
 
+static void
+summary_remember_built(Oid indexoid)
+{
+	if (nbuilt == maxbuilt)
+	{
+		maxbuilt = Max(16, maxbuilt * 2);
+		built = built == NULL ?
+			MemoryContextAlloc(TopMemoryContext,
+							   sizeof(SummaryBuilt) * maxbuilt) :
+			repalloc(built, sizeof(SummaryBuilt) * maxbuilt);
+	}
+	built[nbuilt].indexoid = indexoid;
+	built[nbuilt].subid = GetCurrentSubTransactionId();
+	nbuilt++;
+}
+
+/*
+ * At abort the transaction still holds the locks that keep everyone else
+ * away from the leaves it built.  A prepared transaction may yet roll back:
+ * its leaves are summarized afresh once its locks are gone.
+ */
+static void
+summary_xact_callback(XactEvent event, void *arg)
+{
+	switch (event)
+	{
+		case XACT_EVENT_ABORT:
+		case XACT_EVENT_PARALLEL_ABORT:
+		case XACT_EVENT_PRE_PREPARE:
+			for (int i = 0; i < nbuilt; i++)
+				gunique_summary_forget(built[i].indexoid);
+			nbuilt = 0;
+			break;
+		case XACT_EVENT_COMMIT:
+		case XACT_EVENT_PARALLEL_COMMIT:
+			nbuilt = 0;
+			break;
+		default:
+			break;
+	}
+}
+
+static void
+summary_subxact_callback(SubXactEvent event, SubTransactionId mySubid,
+						 SubTransactionId parentSubid, void *arg)
+{
+	int			kept = 0;
+
+	for (int i = 0; i < nbuilt; i++)
+	{
+		if (built[i].subid == mySubid)
+		{
+			if (event == SUBXACT_EVENT_ABORT_SUB)
+			{
+				gunique_summary_forget(built[i].indexoid);
+				continue;
+			}
+			if (event == SUBXACT_EVENT_COMMIT_SUB)
+				built[i].subid = parentSubid;
+		}
+		built[kept++] = built[i];
+	}
+	nbuilt = kept;
+}
+
+void
+gunique_summary_init(void)
+{
+	RegisterXactCallback(summary_xact_callback, NULL);
+	RegisterSubXactCallback(summary_subxact_callback, NULL);
+}
+
 /* Find or make the shared entry of a summarizable index. */
 static GuniqueSummary *
 summary_lookup(Relation index, Oid typid)
@@ -211,6 +301,7 @@ summary_lookup(Relation index, Oid typid)
 		pg_atomic_init_u32(&summary->state, SUMMARY_INVALID);
 		pg_atomic_init_u64(&summary->min, PG_UINT64_MAX);
 		pg_atomic_init_u64(&summary->max, 0);
+		gunique_filter_init(summary);
 		summary->typid = typid;
 	}
 	LWLockRelease(summaries_lock);
@@ -341,6 +432,18 @@ gunique_summary_compute(GuniqueSummary *summary, Relation heap,
 										  SUMMARY_VALID);
 }
 
+/* Make a summary invalid and drop its filter; see the callers. */
+static void
+summary_clear(GuniqueSummary *summary, Oid typid)
+{
+	pg_atomic_write_u32(&summary->state, SUMMARY_INVALID);
+	pg_write_barrier();
+	summary->typid = typid;
+	pg_atomic_write_u64(&summary->min, PG_UINT64_MAX);
+	pg_atomic_write_u64(&summary->max, 0);
+	gunique_filter_reset(summary);
+}
+
 /*
  * The leaf's btree is being built from its table: whatever the summary
  * held no longer applies.  Called from ambuild, which runs with inserters
@@ -351,22 +454,36 @@ gunique_summary_reset(Relation index)
 {
 	SummaryTag	tag = {MyDatabaseId, RelationGetRelid(index)};
 	GuniqueSummary *summary;
-
 	Oid			typid;
 
 	if (summaries == NULL)
 		return;
+	summary_remember_built(RelationGetRelid(index));
 	typid = summary_type(index);
 	LWLockAcquire(summaries_lock, LW_SHARED);
 	summary = hash_search(summaries, &tag, HASH_FIND, NULL);
 	if (summary != NULL)
-	{
-		pg_atomic_write_u32(&summary->state, SUMMARY_INVALID);
-		pg_write_barrier();
-		summary->typid = typid;
-		pg_atomic_write_u64(&summary->min, PG_UINT64_MAX);
-		pg_atomic_write_u64(&summary->max, 0);
-	}
+		summary_clear(summary, typid);
 	LWLockRelease(summaries_lock);
 	summary_relcache_callback((Datum) 0, RelationGetRelid(index));
+}
+
+/*
+ * The index is being dropped, with inserters and probers locked out: free
+ * its filter, and let an index that gets its OID later start afresh.  If
+ * the drop rolls back, the summary is computed again on next use.
+ */
+void
+gunique_summary_forget(Oid indexoid)
+{
+	SummaryTag	tag = {MyDatabaseId, indexoid};
+	GuniqueSummary *summary;
+
+	if (summaries == NULL)
+		return;
+	LWLockAcquire(summaries_lock, LW_SHARED);
+	summary = hash_search(summaries, &tag, HASH_FIND, NULL);
+	if (summary != NULL)
+		summary_clear(summary, summary->typid);
+	LWLockRelease(summaries_lock);
 }

@@ -32,12 +32,18 @@ typedef struct GuniqueSummary
 	pg_atomic_uint32 state;
 	pg_atomic_uint64 min;		/* keys mapped by gunique_summary_key() */
 	pg_atomic_uint64 max;
+	/* the leaf's key filter (filter.c): arena offsets, 0 if none */
+	pg_atomic_uint64 filter;	/* complete, read by probes */
+	pg_atomic_uint64 filter_next;	/* being built to replace it */
+	pg_atomic_uint32 filter_busy;	/* a backend is building one */
+	pg_atomic_uint32 filter_searches;	/* btree searches while it had none */
 } GuniqueSummary;
 
 extern int	gunique_max_summaries;
 
 extern void gunique_summary_shmem_request(void);
 extern void gunique_summary_shmem_startup(void);
+extern void gunique_summary_init(void);
 
 extern GuniqueSummary *gunique_summary_for(Relation index);
 extern void gunique_summary_widen(GuniqueSummary *summary, Datum value);
@@ -46,6 +52,7 @@ extern bool gunique_summary_needs_compute(GuniqueSummary *summary);
 extern void gunique_summary_compute(GuniqueSummary *summary, Relation heap,
 									Relation index);
 extern void gunique_summary_reset(Relation index);
+extern void gunique_summary_forget(Oid indexoid);
 
 /*
  * Is the key, mapped by gunique_summary_key for a summary of the same key

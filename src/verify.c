@@ -167,7 +167,7 @@ gunique_verify(PG_FUNCTION_ARGS)
 	/* After the locks, so that a locked check sees everything committed. */
 	snapshot = RegisterSnapshot(lock ? GetLatestSnapshot() : GetActiveSnapshot());
 	(void) gunique_merge_tree(topindex, lockmode, snapshot, InvalidOid,
-							 verify_duplicate, &out);
+							 false, verify_duplicate, &out);
 	UnregisterSnapshot(snapshot);
 
 	return (Datum) 0;

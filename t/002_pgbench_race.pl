@@ -155,20 +155,28 @@ my @first_ops = qw(insert pair1 set_b move1 delete swap1);
 
 my $total = $clients * $xacts;
 
+# Run pgbench scripts from every client, $n transactions each.
+sub run_pgbench
+{
+	my ($label, $n, $scripts) = @_;
+	my $all = $clients * $n;
+	$node->pgbench(
+		"--no-vacuum --client=$clients --jobs=$clients --transactions=$n",
+		0,
+		[
+			qr{number of transactions actually processed: $all/$all},
+			qr{number of failed transactions: 0 }
+		],
+		[qr{^$}],
+		"$label: pgbench completes all transactions with no client aborted",
+		$scripts);
+}
+
 sub run_workload
 {
 	my ($tab) = @_;
 	my $start = time;
-	$node->pgbench(
-		"--no-vacuum --client=$clients --jobs=$clients --transactions=$xacts",
-		0,
-		[
-			qr{number of transactions actually processed: $total/$total},
-			qr{number of failed transactions: 0 }
-		],
-		[qr{^$}],
-		"$tab: pgbench completes all transactions with no client aborted",
-		scripts($tab));
+	run_pgbench($tab, $xacts, scripts($tab));
 	note sprintf("%s: workload took %.1f s", $tab, time - $start);
 }
 
@@ -363,6 +371,104 @@ my $dups = $node->safe_psql('postgres',
 note "c: $dups keys occur more than once";
 cmp_ok($dups, '>', 0,
 	'c: the naive check lets duplicates in, so the workload really races');
+
+# Key filters under concurrency: random keys from a large space into four
+# partitions, from an empty index, so that each partition's filter is built
+# and then replaced by bigger ones several times while other clients insert
+# into it and probe it.  Keys collide often enough that some inserts are
+# refused; in the end no key is held twice and every held key is refused
+# from another partition.
+my $fkeys = 100000;
+my $fxacts = 5000;
+$node->safe_psql(
+	'postgres', q{
+CREATE TABLE f (a int NOT NULL, b int) PARTITION BY RANGE (a);
+CREATE TABLE f_0 PARTITION OF f FOR VALUES FROM (0) TO (100);
+CREATE TABLE f_1 PARTITION OF f FOR VALUES FROM (100) TO (200);
+CREATE TABLE f_2 PARTITION OF f FOR VALUES FROM (200) TO (300);
+CREATE TABLE f_3 PARTITION OF f FOR VALUES FROM (300) TO (400);
+CREATE UNIQUE INDEX f_b ON f USING gunique (b);
+SELECT gunique_probe_stats_reset();
+});
+# One random insert into f, keys drawn from 1..$n.
+sub f_script
+{
+	my ($n) = @_;
+	return qq{\\set a random(0, 399)
+\\set b random(1, $n)
+SELECT attempt('f', 'insert', format('INSERT INTO f VALUES (%s, %s)', :a, :b));
+};
+}
+run_pgbench('f', $fxacts, { 'f_insert.sql' => f_script($fkeys) });
+my $fo = outcomes('f');
+report('f', $fo);
+is(sum_ops($fo, sub { $_[1] !~ /^(00000|23505)$/ }),
+	0, 'f: every insert succeeds or is a unique violation');
+cmp_ok(sum_ops($fo, sub { $_[1] eq '23505' }),
+	'>', 0, 'f: some inserts hit a unique violation');
+is( $node->safe_psql(
+		'postgres', q{
+SET enable_indexscan = off;
+SET enable_indexonlyscan = off;
+SET enable_bitmapscan = off;
+SELECT count(*) - count(DISTINCT b) FROM f;
+}),
+	'0',
+	'f: no key occurs twice');
+is( $node->safe_psql(
+		'postgres', q{
+SELECT sum(partitions_filtered) > 10 * sum(partitions_probed)
+FROM gunique_stat_probes WHERE partition::text LIKE 'f\__'
+}),
+	't',
+	'f: the filters rule out most partitions');
+is( $node->safe_psql(
+		'postgres', q{
+BEGIN;
+SELECT count(*) FILTER (WHERE st <> '23505')
+FROM f, LATERAL attempt('recheck', 'insert',
+	format('INSERT INTO f VALUES (%s, %s)', (a + 100) % 400, b)) st;
+ROLLBACK;
+}),
+	'0',
+	'f: afterwards, every held key is refused from another partition');
+
+# The same with almost no memory for filters (room for a few small ones:
+# some partitions go without, the others keep filters that overflow), and
+# with filters turned off.
+for my $mem ('16kB', '0')
+{
+	$node->append_conf('postgresql.conf', "gunique.filter_memory = '$mem'");
+	$node->restart;
+	$node->safe_psql('postgres',
+		'TRUNCATE f; DELETE FROM outcomes; SELECT gunique_probe_stats_reset()');
+	run_pgbench("f, filter_memory $mem",
+		2000, { "f_insert_$mem.sql" => f_script(20000) });
+	is( $node->safe_psql(
+			'postgres', q{
+SELECT count(*) FILTER (WHERE state NOT IN ('00000', '23505')),
+	   count(*) FILTER (WHERE state = '23505') > 0
+FROM outcomes}),
+		'0|t',
+		"f, filter_memory $mem: inserts succeed or hit a unique violation");
+	is( $node->safe_psql(
+			'postgres', q{
+BEGIN;
+SELECT (SELECT count(*) - count(DISTINCT b) FROM f),
+	   count(*) FILTER (WHERE st <> '23505')
+FROM f, LATERAL attempt('recheck', 'insert',
+	format('INSERT INTO f VALUES (%s, %s)', (a + 100) % 400, b)) st;
+ROLLBACK;
+}),
+		'0|0',
+		"f, filter_memory $mem: no key twice, every held key refused elsewhere");
+}
+is( $node->safe_psql(
+		'postgres', q{
+SELECT sum(partitions_filtered) FROM gunique_stat_probes
+WHERE partition::text LIKE 'f\__'}),
+	'0',
+	'with filter_memory 0, no partition is ruled out by a filter');
 
 # No crash, no assertion failure.
 my $log = slurp_file($node->logfile, $log_offset);

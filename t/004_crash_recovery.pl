@@ -284,6 +284,27 @@ is($node->safe_psql('postgres', "SELECT count(*), count(DISTINCT b) FROM t WHERE
 is($node->safe_psql('postgres', q{SELECT * FROM gunique_verify('t_b', true)}),
 	'', 'gunique_verify is clean with every key present');
 
+# Key filters are gone with shared memory too: the probes of the inserts
+# above searched every partition until each filter was worth building again
+# from its btree.  Every third key is refused in another partition, almost
+# always with the other partitions ruled out by their filters.
+$node->safe_psql('postgres', 'SELECT gunique_probe_stats_reset()');
+is( $node->safe_psql(
+		'postgres', qq{
+BEGIN;
+SELECT count(*), count(*) FILTER (WHERE st = '23505')
+FROM (SELECT b, a FROM t WHERE b % 3 = 0 AND b <= $keys) k,
+	 LATERAL attempt((k.a + 1000) % ($amax + 1), k.b) st;
+ROLLBACK;
+}),
+	$node->safe_psql('postgres', "SELECT count(*) || '|' || count(*) FROM t WHERE b % 3 = 0 AND b <= $keys"),
+	'after the crash, every third key is refused in another partition');
+is( $node->safe_psql(
+		'postgres', q{
+SELECT sum(partitions_filtered) > 2 * sum(partitions_probed)
+FROM gunique_stat_probes WHERE partition::text LIKE 't\_%'}),
+	't', 'after the crash, key filters rule out most partitions again');
+
 # Key-range summaries are gone with shared memory; the first probes rebuild
 # them from the btrees.  Each partition's smallest and largest keys, and the
 # outliers, are refused in every other partition.

@@ -1,0 +1,124 @@
+--
+-- Key filters: with keys that do not follow the partitioning, a probe rules
+-- a partition out by a bloom filter of its keys.  A filter must hold every
+-- key of its leaf, whatever adds keys to the leaf or rebuilds it, or a
+-- duplicate would slip through.
+--
+SET client_min_messages = warning;
+CREATE EXTENSION IF NOT EXISTS gunique;
+RESET client_min_messages;
+CREATE SCHEMA gfil;
+SET search_path = gfil, public;
+SHOW gunique.filter_memory;
+
+-- Is every row of the sample (a VALUES row in column v) refused?
+CREATE FUNCTION refused(tab regclass, sample text) RETURNS text
+LANGUAGE plpgsql AS $$
+DECLARE
+	r record;
+	tried int := 0;
+	n int := 0;
+BEGIN
+	FOR r IN EXECUTE sample LOOP
+		tried := tried + 1;
+		BEGIN
+			EXECUTE format('INSERT INTO %s VALUES %s', tab, r.v);
+		EXCEPTION WHEN unique_violation THEN
+			n := n + 1;
+		END;
+	END LOOP;
+	RETURN format('%s of %s refused', n, tried);
+END
+$$;
+
+-- Random keys into four partitions, in random partition order, from an
+-- empty index: the filters are built on the way and grow several times.
+CREATE TABLE t (a int, b bigint) PARTITION BY RANGE (a);
+CREATE TABLE t1 PARTITION OF t FOR VALUES FROM (0) TO (10000);
+CREATE TABLE t2 PARTITION OF t FOR VALUES FROM (10000) TO (20000);
+CREATE TABLE t3 PARTITION OF t FOR VALUES FROM (20000) TO (30000);
+CREATE TABLE t4 PARTITION OF t FOR VALUES FROM (30000) TO (40000);
+CREATE UNIQUE INDEX t_b_key ON t USING gunique (b);
+SELECT gunique_probe_stats_reset();
+INSERT INTO t
+SELECT g, (g::bigint * 7919) % 40009 FROM generate_series(0, 39999) g
+ORDER BY (g::bigint * 48271) % 40009;
+SELECT sum(partitions_filtered) > 100000 AS filtered,
+	   sum(partitions_probed) < 10000 AS few_searched,
+	   sum(conflicts) AS conflicts
+  FROM gunique_stat_probes WHERE partition IN ('t1'::regclass, 't2', 't3', 't4');
+-- every key is still refused from another partition, and new keys are not
+SELECT refused('t', 'SELECT format(''(%s, %s)'', (a + 10000) % 40000, b) AS v FROM t WHERE a % 53 = 0');
+INSERT INTO t SELECT g, 1000000 + g FROM generate_series(0, 39999, 37) g;
+SELECT count(*), count(DISTINCT b) FROM t;
+
+-- CREATE INDEX fills the filters as its check reads every key: the first
+-- inserts after it (odd keys among the even ones, inside every partition's
+-- key range) search almost no btree.
+CREATE TABLE u (a int, b bigint) PARTITION BY RANGE (a);
+CREATE TABLE u1 PARTITION OF u FOR VALUES FROM (0) TO (10000);
+CREATE TABLE u2 PARTITION OF u FOR VALUES FROM (10000) TO (20000);
+CREATE TABLE u3 PARTITION OF u FOR VALUES FROM (20000) TO (30000);
+INSERT INTO u SELECT g, 2 * ((g::bigint * 7919) % 30011) FROM generate_series(0, 29999) g;
+CREATE UNIQUE INDEX u_b_key ON u USING gunique (b);
+SELECT gunique_probe_stats_reset();
+INSERT INTO u SELECT (g * 10) % 30000, 2 * g + 1 FROM generate_series(1, 3000) g;
+SELECT sum(probes) AS probes, sum(partitions_filtered) > 8000 AS filtered,
+	   sum(partitions_probed) < 100 AS few_searched
+  FROM gunique_stat_probes WHERE partition IN ('u1'::regclass, 'u2', 'u3');
+SELECT refused('u', 'SELECT format(''(%s, %s)'', (a + 10000) % 30000, b) AS v FROM u WHERE a % 29 = 0');
+
+-- A TRUNCATE that rolls back brings the old btree back: the summary and
+-- filter made from the truncated one must go with it, at the top level and
+-- in a subtransaction.
+BEGIN;
+TRUNCATE u2;
+INSERT INTO u VALUES (15000, 5000000);
+ROLLBACK;
+SELECT refused('u', 'SELECT format(''(%s, %s)'', a - 10000, b) AS v FROM u2 WHERE a % 31 = 0');
+BEGIN;
+SAVEPOINT sp;
+TRUNCATE u3;
+INSERT INTO u VALUES (25000, 5000000);
+ROLLBACK TO SAVEPOINT sp;
+SELECT refused('u', 'SELECT format(''(%s, %s)'', a - 20000, b) AS v FROM u3 WHERE a % 31 = 0');
+COMMIT;
+-- and one that commits leaves only the new keys
+BEGIN;
+TRUNCATE u3;
+INSERT INTO u VALUES (25000, 5000000);
+COMMIT;
+INSERT INTO u VALUES (5, 5000000);
+SELECT count(*) FROM u3;
+
+-- REINDEX of a leaf, VACUUM FULL: the filter is made again from the new
+-- btree, and keys inserted since still count.
+REINDEX INDEX u1_b_idx;
+INSERT INTO u VALUES (9999, 6000000);
+SELECT refused('u', 'SELECT format(''(%s, %s)'', a + 10000, b) AS v FROM u1 WHERE a % 31 = 0');
+VACUUM FULL u2;
+SELECT refused('u', 'SELECT format(''(%s, %s)'', a - 10000, b) AS v FROM u2 WHERE a % 31 = 0');
+
+-- Keys added while a partition is detached count when it comes back (its
+-- inserts do not probe but set its filter's bits, and ATTACH's check makes
+-- the filter anew).
+ALTER TABLE u DETACH PARTITION u2;
+INSERT INTO u2 SELECT 10000 + g, 7000000 + g FROM generate_series(0, 99) g;
+ALTER TABLE u ATTACH PARTITION u2 FOR VALUES FROM (10000) TO (20000);
+SELECT refused('u', 'SELECT format(''(%s, %s)'', 5, b) AS v FROM u2 WHERE b >= 7000000');
+
+-- uuid keys: the filter hashes all sixteen bytes, the range only eight.
+CREATE TABLE v (a int, u uuid) PARTITION BY LIST (a);
+CREATE TABLE v1 PARTITION OF v FOR VALUES IN (1);
+CREATE TABLE v2 PARTITION OF v FOR VALUES IN (2);
+CREATE TABLE v3 PARTITION OF v FOR VALUES IN (3);
+CREATE UNIQUE INDEX v_u_key ON v USING gunique (u);
+INSERT INTO v SELECT 1 + g % 3, md5(g::text)::uuid FROM generate_series(1, 6000) g;
+-- same first eight bytes as existing keys, different last eight
+INSERT INTO v SELECT 1 + g % 3,
+	   (left(md5(g::text), 16) || left(md5((g + 1)::text), 16))::uuid
+  FROM generate_series(1, 6000, 7) g;
+SELECT refused('v', 'SELECT format(''(%s, %L)'', 1 + a % 3, u) AS v FROM v WHERE get_byte(uuid_send(u), 15) < 8');
+SELECT count(*), count(DISTINCT u) FROM v;
+
+DROP SCHEMA gfil CASCADE;

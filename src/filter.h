@@ -1,0 +1,48 @@
+/*-------------------------------------------------------------------------
+ *
+ * filter.h
+ *	  Key filters: a bloom filter of each leaf index's keys, in shared memory.
+ *
+ *-------------------------------------------------------------------------
+ */
+#ifndef GUNIQUE_FILTER_H
+#define GUNIQUE_FILTER_H
+
+#include "utils/rel.h"
+
+#include "summary.h"
+
+/* A new filter being filled from a full read of a leaf; see filter.c. */
+typedef struct GuniqueFilterFill
+{
+	GuniqueSummary *summary;	/* NULL when there is nothing to finish */
+	uint64		next;			/* the new filter, until published */
+	uint64		old;			/* the filter it replaces, or 0 */
+	union FilterHeader *filter; /* "next" in memory */
+	uint64		nkeys;			/* keys read */
+	bool		exclusive;		/* nobody else reads or writes the leaf */
+} GuniqueFilterFill;
+
+extern int	gunique_filter_memory;
+
+extern void gunique_filter_shmem_request(void);
+extern void gunique_filter_shmem_startup(void);
+
+extern uint64 gunique_filter_hash(GuniqueSummary *summary, Datum value);
+extern bool gunique_filter_excludes(GuniqueSummary *summary, uint64 hash);
+extern bool gunique_filter_missing(GuniqueSummary *summary);
+extern uint32 gunique_filter_threshold(Relation index);
+extern bool gunique_filter_wanted(GuniqueSummary *summary, uint32 threshold);
+extern bool gunique_filter_add(GuniqueSummary *summary, uint64 hash);
+extern void gunique_filter_build(GuniqueSummary *summary, Relation index);
+extern bool gunique_filter_fill_begin(GuniqueFilterFill *fill,
+									  GuniqueSummary *summary,
+									  Relation index, bool exclusive);
+extern void gunique_filter_fill_key(GuniqueFilterFill *fill, Datum value);
+extern void gunique_filter_fill_publish(GuniqueFilterFill *fill);
+extern void gunique_filter_fill_abort(GuniqueFilterFill *fill);
+extern void gunique_filter_fill_done(GuniqueFilterFill *fill);
+extern void gunique_filter_init(GuniqueSummary *summary);
+extern void gunique_filter_reset(GuniqueSummary *summary);
+
+#endif							/* GUNIQUE_FILTER_H */

@@ -49,6 +49,7 @@
 #include "catalog/pg_type.h"
 #include "miscadmin.h"
 #include "port/atomics.h"
+#include "port/pg_bitutils.h"
 #include "storage/bufmgr.h"
 #include "storage/ipc.h"
 #include "storage/lwlock.h"
@@ -142,10 +143,26 @@ gunique_filter_shmem_startup(void)
 	LWLockRelease(AddinShmemInitLock);
 }
 
+/*
+ * Filters are named by a reference: the offset of their header in the
+ * arena (a multiple of 64) with log2 of their number of blocks in the low
+ * six bits, so that a probe finds a key's block without reading the header.
+ */
+#define FILTER_REF_LOG2_MASK	UINT64CONST(63)
+
 static inline FilterHeader *
-filter_at(uint64 offset)
+filter_at(uint64 ref)
 {
-	return (FilterHeader *) (arena_base + offset);
+	return (FilterHeader *) (arena_base + (ref & ~FILTER_REF_LOG2_MASK));
+}
+
+static inline pg_atomic_uint64 *
+filter_block_of_ref(uint64 ref, uint64 hash)
+{
+	pg_atomic_uint64 *bits = (pg_atomic_uint64 *) (filter_at(ref) + 1);
+	uint64		mask = (UINT64CONST(1) << (ref & FILTER_REF_LOG2_MASK)) - 1;
+
+	return bits + (hash & mask) * FILTER_BLOCK_WORDS;
 }
 
 static inline pg_atomic_uint64 *
@@ -201,9 +218,9 @@ gunique_filter_hash(GuniqueSummary *summary, Datum value)
 }
 
 static bool
-filter_holds(FilterHeader *f, uint64 hash)
+filter_holds(uint64 ref, uint64 hash)
 {
-	pg_atomic_uint64 *block = filter_block(f, hash);
+	pg_atomic_uint64 *block = filter_block_of_ref(ref, hash);
 	uint64		masks[FILTER_BLOCK_WORDS];
 
 	filter_masks(hash, masks);
@@ -253,12 +270,12 @@ filter_set_alone(FilterHeader *f, uint64 hash)
 bool
 gunique_filter_excludes(GuniqueSummary *summary, uint64 hash)
 {
-	uint64		offset = pg_atomic_read_u64(&summary->filter);
+	uint64		ref = pg_atomic_read_u64(&summary->filter);
 
-	if (offset == 0)
+	if (ref == 0)
 		return false;
 	pg_read_barrier();
-	return !filter_holds(filter_at(offset), hash);
+	return !filter_holds(ref, hash);
 }
 
 /* Could a filter be built for the leaf, and is none there or on its way? */
@@ -319,7 +336,7 @@ gunique_filter_add(GuniqueSummary *summary, uint64 hash)
 		pg_atomic_read_u32(&summary->filter_busy) == 0;
 }
 
-/* A zeroed filter for about "keys" keys, or 0 if the arena has no room. */
+/* A zeroed filter for about "keys" keys (its reference), or 0 if no room. */
 static uint64
 filter_alloc(uint64 keys)
 {
@@ -356,17 +373,17 @@ filter_alloc(uint64 keys)
 	f->h.nextfree = 0;
 	f->h.sizeclass = sizeclass;
 	pg_write_barrier();
-	return offset;
+	return offset | pg_leftmost_one_pos64(f->h.nblocks);
 }
 
 static void
-filter_free(uint64 offset)
+filter_free(uint64 ref)
 {
-	FilterHeader *f = filter_at(offset);
+	FilterHeader *f = filter_at(ref);
 
 	LWLockAcquire(arena_lock, LW_EXCLUSIVE);
 	f->h.nextfree = arena->freelist[f->h.sizeclass];
-	arena->freelist[f->h.sizeclass] = offset;
+	arena->freelist[f->h.sizeclass] = ref & ~FILTER_REF_LOG2_MASK;
 	LWLockRelease(arena_lock);
 }
 

@@ -1,23 +1,27 @@
 #!/usr/bin/env perl
-# Compare gunique's ratios to "local" between two runs of bench/run.
+# Compare gunique's ratios to "local" between runs of bench/run.
 #
-#   perl bench/compare.pl BEFORE_DIR AFTER_DIR [TITLE]
+#   perl bench/compare.pl [--title TITLE] DIR1 DIR2 [DIR3 ...]
 #
 # Prints a Markdown section: for every step of workload 1 and every point of
-# workload 2 measured in both runs, gunique's median divided by local's
-# median in the same run, before and after.  Each run is judged against its
-# own local contender, so the two runs may come from different times (the
+# workload 2 measured in any of the runs, gunique's median divided by
+# local's median in the same run, one column per run (named by the last
+# component of its directory, oldest first).  Each run is judged against its
+# own local contender, so the runs may come from different times (the
 # machines drift); only the ratios are compared.  No modules beyond perl's
 # core.
 use strict;
 use warnings;
 use utf8;
 use open qw(:std :encoding(UTF-8));
+use File::Basename qw(basename);
 
-my ($before, $after, $title) = @ARGV;
-die "usage: compare.pl BEFORE_DIR AFTER_DIR [TITLE]\n" unless $before && $after;
-$title //= 'Before and after';
-
+my $title = 'Before and after';
+if (@ARGV >= 2 && $ARGV[0] eq '--title') {
+	(undef, $title) = splice(@ARGV, 0, 2);
+}
+my @dirs = @ARGV;
+die "usage: compare.pl [--title TITLE] DIR1 DIR2 [DIR3 ...]\n" unless @dirs >= 2;
 sub median
 {
 	my @v = sort { $a <=> $b } @_;
@@ -60,8 +64,13 @@ sub ratios
 	return (\%r, \%meta);
 }
 
-my ($rb, $mb) = ratios($before);
-my ($ra, $ma) = ratios($after);
+my (@r, @m);
+for my $dir (@dirs) {
+	my ($r, $m) = ratios($dir);
+	push @r, $r;
+	push @m, $m;
+}
+my @names = map { basename($_) } @dirs;
 
 sub x { my $v = shift; defined $v ? sprintf('×%.2f', $v) : 'n/a' }
 
@@ -76,36 +85,44 @@ sub describe
 	return join(', ', @d);
 }
 
+# One table row per key that any run measured.
+sub rows
+{
+	my ($w, $variant, $keys, $label) = @_;
+	for my $k (@$keys) {
+		my @v = map { $_->{$w}{$variant}{$k} } @r;
+		next unless grep { defined } @v;
+		print "| $variant | $k | ", join(' | ', map { x($_) } @v), " |\n";
+	}
+}
+
+sub header
+{
+	my ($what) = @_;
+	print "| keys | $what | ", join(' | ', @names), " |\n";
+	print "|---|---|", join('', map { '---:|' } @names), "\n";
+}
+
 print "## $title\n\n";
 print "gunique's median divided by local's median, each measured in its own run ",
 	"(lower is better; ×1.00 is the cost of a unique btree that includes the ",
 	"partition key).\n\n";
-print "- before: ", describe($mb), "\n";
-print "- after: ", describe($ma), "\n\n";
+print "- $names[$_]: ", describe($m[$_]), "\n" for 0 .. $#dirs;
+print "\n";
 
-if ($rb->{w1} || $ra->{w1}) {
+if (grep { $_->{w1} } @r) {
 	print "### Workload 1 (6 partitions)\n\n";
-	print "| keys | step | before | after |\n|---|---|---:|---:|\n";
-	for my $variant (qw(correlated random)) {
-		for my $step (qw(insert delete create attach detach)) {
-			my ($b, $a) = ($rb->{w1}{$variant}{$step}, $ra->{w1}{$variant}{$step});
-			next unless defined $b || defined $a;
-			print "| $variant | $step | ", x($b), " | ", x($a), " |\n";
-		}
-	}
+	header('step');
+	rows('w1', $_, [qw(insert delete create attach detach)]) for qw(correlated random);
 	print "\n";
 }
 
-if ($rb->{w2} || $ra->{w2}) {
+if (grep { $_->{w2} } @r) {
 	print "### Workload 2 (insert cost per row)\n\n";
-	print "| keys | partitions | before | after |\n|---|---:|---:|---:|\n";
+	header('partitions');
 	for my $variant (qw(correlated random)) {
-		my %parts = map { $_ => 1 } (keys %{ $rb->{w2}{$variant} // {} },
-									 keys %{ $ra->{w2}{$variant} // {} });
-		for my $p (sort { $a <=> $b } grep { /^\d+$/ } keys %parts) {
-			print "| $variant | $p | ", x($rb->{w2}{$variant}{$p}), " | ",
-				x($ra->{w2}{$variant}{$p}), " |\n";
-		}
+		my %parts = map { %{ $_->{w2}{$variant} // {} } } @r;
+		rows('w2', $variant, [ sort { $a <=> $b } grep { /^\d+$/ } keys %parts ]);
 	}
 	print "\n";
 }

@@ -8,7 +8,11 @@
  * probe would search every other leaf's btree.  A key filter answers "surely
  * not here" for almost every key the leaf does not hold, for the price of
  * one cache line: each leaf whose key is summarized also gets a blocked
- * bloom filter (all of a key's bits lie in one 64-byte block).
+ * bloom filter (all of a key's bits lie in one 64-byte block).  So does each
+ * group of leaves that can share keys (probe.c), kept in the summary entry
+ * of the group's top index: for a new key it rules every leaf out at once,
+ * whatever the number of partitions.  What is said below of a leaf holds
+ * for a group's filter and all the leaves of the group.
  *
  * A filter may hold keys the leaf no longer has, but while a probe can see
  * it, it holds every key in the leaf.  That holds because:
@@ -31,7 +35,10 @@
  *	   want one, and the DDL that gives the leaf a group (ATTACH, a new
  *	   partition) waits for its writers first;
  *	 - whatever rebuilds the btree or drops the index resets the filter with
- *	   inserters and probers of the leaf locked out (summary.c).
+ *	   inserters and probers of the leaf locked out (summary.c), as does
+ *	   the rollback of the (sub)transaction that rebuilt it; a group's
+ *	   filter is dropped by such a rollback if built in that transaction,
+ *	   and extended or dropped by ATTACH (merge.c).
  *
  * Filters live in one arena of gunique.filter_memory bytes, carved into
  * power-of-two sizes with a free list per size.  When the arena has no room
@@ -99,6 +106,7 @@ typedef struct FilterArena
 } FilterArena;
 
 int			gunique_filter_memory = 32 * 1024;	/* kB */
+bool		gunique_key_filters = true;
 
 static FilterArena *arena = NULL;
 static char *arena_base = NULL;
@@ -272,7 +280,7 @@ gunique_filter_excludes(GuniqueSummary *summary, uint64 hash)
 {
 	uint64		ref = pg_atomic_read_u64(&summary->filter);
 
-	if (ref == 0)
+	if (ref == 0 || !gunique_key_filters)
 		return false;
 	pg_read_barrier();
 	return !filter_holds(ref, hash);
@@ -282,7 +290,7 @@ gunique_filter_excludes(GuniqueSummary *summary, uint64 hash)
 bool
 gunique_filter_missing(GuniqueSummary *summary)
 {
-	return arena != NULL &&
+	return arena != NULL && gunique_key_filters &&
 		pg_atomic_read_u64(&summary->filter) == 0 &&
 		pg_atomic_read_u64(&summary->filter_next) == 0 &&
 		pg_atomic_read_u32(&summary->filter_busy) == 0;
@@ -294,8 +302,8 @@ gunique_filter_missing(GuniqueSummary *summary)
  * search.  A leaf searched rarely (keys that mostly follow the partitioning)
  * is not worth it.
  */
-uint32
-gunique_filter_threshold(Relation index)
+static uint32
+filter_threshold(Relation index)
 {
 	uint64		keys = (uint64) RelationGetNumberOfBlocks(index) *
 		FILTER_KEYS_PER_PAGE;
@@ -304,14 +312,43 @@ gunique_filter_threshold(Relation index)
 }
 
 /*
- * A probe searched the leaf's btree: is it time to build its filter?  The
- * count of such searches is shared, so that one-row statements add up.
+ * A probe searched the leaf's btree, which has no filter: is it time to
+ * build one?  The count of such searches is shared, so that one-row
+ * statements add up; "index" gives the threshold, once per statement.
  */
 bool
-gunique_filter_wanted(GuniqueSummary *summary, uint32 threshold)
+gunique_filter_wanted(GuniqueSummary *summary, Relation index,
+					  uint32 *threshold)
 {
+	if (!gunique_filter_missing(summary))
+		return false;
+	if (*threshold == 0)
+		*threshold = filter_threshold(index);
+	return pg_atomic_add_fetch_u32(&summary->filter_searches, 1) >= *threshold;
+}
+
+/*
+ * A probe checked "n" leaves of a group that has no group filter: is it
+ * time to build one?  Checking a leaf costs about what reading one entry
+ * of a btree costs, so the filter is worth building once probes have
+ * checked as many leaves as the group holds keys ("keys", found by the
+ * caller once per statement).
+ */
+bool
+gunique_filter_group_wanted(GuniqueSummary *summary, uint32 n, uint64 keys)
+{
+	uint32		threshold = (uint32) Min(Max(keys, 16), PG_UINT32_MAX / 2);
+
 	return gunique_filter_missing(summary) &&
-		pg_atomic_add_fetch_u32(&summary->filter_searches, 1) >= threshold;
+		pg_atomic_add_fetch_u32(&summary->filter_searches, n) >= threshold;
+}
+
+/* Did probes of this statement find the leaf worth a filter? */
+bool
+gunique_filter_due(GuniqueSummary *summary, uint32 threshold)
+{
+	return threshold != 0 && gunique_filter_missing(summary) &&
+		pg_atomic_read_u32(&summary->filter_searches) >= threshold;
 }
 
 /*
@@ -387,13 +424,22 @@ filter_free(uint64 ref)
 	LWLockRelease(arena_lock);
 }
 
-/* How many keys the new filter of a leaf should be made for. */
+/* About how many keys a leaf holds, judged by its size. */
+uint64
+gunique_filter_keys_estimate(Relation index)
+{
+	return (uint64) RelationGetNumberOfBlocks(index) * FILTER_KEYS_PER_PAGE;
+}
+
+/*
+ * How many keys the new filter should be made for: what the leaves seem to
+ * hold, or twice what the filter it replaces was given.
+ */
 static uint64
-filter_keys_wanted(GuniqueSummary *summary, Relation index)
+filter_keys_wanted(GuniqueSummary *summary, uint64 estimate)
 {
 	uint64		current = pg_atomic_read_u64(&summary->filter);
-	uint64		keys = (uint64) RelationGetNumberOfBlocks(index) *
-		FILTER_KEYS_PER_PAGE;
+	uint64		keys = estimate;
 
 	if (current != 0)
 		keys = Max(keys, 2 * pg_atomic_read_u64(&filter_at(current)->h.nkeys));
@@ -401,16 +447,17 @@ filter_keys_wanted(GuniqueSummary *summary, Relation index)
 }
 
 /*
- * Start filling a new filter for the leaf, published as "next" so that
- * inserts set their bits in it too; the caller then takes the key lock
- * barrier before it reads the leaf.  With "exclusive", the caller's locks
- * keep every inserter and prober of the leaf out until it is done: no
- * barrier is needed, and bits are set without atomic operations.  False if
- * another backend is building one or the arena has no room.
+ * Start filling a new filter for a leaf (or a group of leaves) of about
+ * "estimate" keys, published as "next" so that inserts set their bits in it
+ * too; the caller then takes the key lock barrier before it reads the
+ * leaves.  With "exclusive", the caller's locks keep every inserter and
+ * prober of the leaves out until it is done: no barrier is needed, and bits
+ * are set without atomic operations.  False if another backend is building
+ * one or the arena has no room.
  */
 bool
 gunique_filter_fill_begin(GuniqueFilterFill *fill, GuniqueSummary *summary,
-						  Relation index, bool exclusive)
+						  uint64 estimate, bool exclusive)
 {
 	uint32		expected = 0;
 
@@ -421,7 +468,7 @@ gunique_filter_fill_begin(GuniqueFilterFill *fill, GuniqueSummary *summary,
 	fill->summary = summary;
 	fill->exclusive = exclusive;
 	fill->old = pg_atomic_read_u64(&summary->filter);
-	fill->next = filter_alloc(filter_keys_wanted(summary, index));
+	fill->next = filter_alloc(filter_keys_wanted(summary, estimate));
 	if (fill->next == 0)
 	{
 		/* No room: keep the filter there is, and ask again at twice its load */
@@ -464,6 +511,8 @@ gunique_filter_fill_publish(GuniqueFilterFill *fill)
 	GuniqueSummary *summary = fill->summary;
 
 	pg_atomic_fetch_add_u64(&fill->filter->h.nkeys, fill->nkeys);
+	if (fill->extending)
+		return;
 	/* publish before clearing "next": see gunique_filter_add */
 	pg_write_barrier();
 	pg_atomic_write_u64(&summary->filter, fill->next);
@@ -486,14 +535,18 @@ gunique_filter_fill_done(GuniqueFilterFill *fill)
 		return;
 	if (fill->next != 0)
 		filter_free(fill->next);
-	else if (fill->old != 0)
+	else if (fill->old != 0 && !fill->extending)
 		filter_free(fill->old);
 	pg_atomic_write_u32(&summary->filter_searches, 0);
 	pg_atomic_write_u32(&summary->filter_busy, 0);
 	fill->summary = NULL;
 }
 
-/* The fill failed: stop inserts from setting bits in its filter. */
+/*
+ * The fill failed: stop inserts from setting bits in its filter.  An
+ * extension that failed may have set some of the keys' bits, which only
+ * adds false positives.
+ */
 void
 gunique_filter_fill_abort(GuniqueFilterFill *fill)
 {
@@ -536,22 +589,27 @@ filter_fill_leaf(GuniqueFilterFill *fill, Relation index)
 }
 
 /*
- * Give the leaf a filter, or a bigger one, from its btree.  The caller holds
- * a lock on the leaf that keeps its btree from being rebuilt, and no key
- * lock.  Does nothing if another backend is building one or the arena has
- * no room.
+ * Give a leaf a filter, or a bigger one, from its btree; or a group of
+ * leaves, from all of theirs.  The caller holds locks on the leaves that
+ * keep their btrees from being rebuilt, and no key lock.  Does nothing if
+ * another backend is building one or the arena has no room; returns
+ * whether it built one.
  */
-void
-gunique_filter_build(GuniqueSummary *summary, Relation index)
+bool
+gunique_filter_build(GuniqueSummary *summary, Relation *indexes, int n)
 {
 	GuniqueFilterFill fill;
+	uint64		estimate = 0;
 
-	if (!gunique_filter_fill_begin(&fill, summary, index, false))
-		return;
+	for (int i = 0; i < n; i++)
+		estimate += gunique_filter_keys_estimate(indexes[i]);
+	if (!gunique_filter_fill_begin(&fill, summary, estimate, false))
+		return false;
 	PG_TRY();
 	{
 		gunique_keylock_barrier();
-		filter_fill_leaf(&fill, index);
+		for (int i = 0; i < n; i++)
+			filter_fill_leaf(&fill, indexes[i]);
 	}
 	PG_CATCH();
 	{
@@ -565,6 +623,30 @@ gunique_filter_build(GuniqueSummary *summary, Relation index)
 	if (fill.old != 0)
 		gunique_keylock_barrier();
 	gunique_filter_fill_done(&fill);
+	return true;
+}
+
+/*
+ * Add keys to the filter there is, with every inserter and prober of the
+ * leaves it covers locked out (ATTACH adds a partition to a group): false
+ * if there is none.  Finish with gunique_filter_fill_publish and
+ * gunique_filter_fill_done, or gunique_filter_fill_abort.
+ */
+bool
+gunique_filter_extend_begin(GuniqueFilterFill *fill, GuniqueSummary *summary)
+{
+	memset(fill, 0, sizeof(GuniqueFilterFill));
+	if (arena == NULL || summary == NULL ||
+		pg_atomic_read_u64(&summary->filter) == 0 ||
+		pg_atomic_read_u64(&summary->filter_next) != 0 ||
+		pg_atomic_read_u32(&summary->filter_busy) != 0)
+		return false;
+	pg_atomic_write_u32(&summary->filter_busy, 1);
+	fill->summary = summary;
+	fill->exclusive = true;
+	fill->extending = true;
+	fill->filter = filter_at(pg_atomic_read_u64(&summary->filter));
+	return true;
 }
 
 void

@@ -21,9 +21,11 @@ typedef struct GuniqueFilterFill
 	union FilterHeader *filter; /* "next" in memory */
 	uint64		nkeys;			/* keys read */
 	bool		exclusive;		/* nobody else reads or writes the leaf */
+	bool		extending;		/* adding to the filter there is */
 } GuniqueFilterFill;
 
 extern int	gunique_filter_memory;
+extern bool gunique_key_filters;
 
 extern void gunique_filter_shmem_request(void);
 extern void gunique_filter_shmem_startup(void);
@@ -31,13 +33,20 @@ extern void gunique_filter_shmem_startup(void);
 extern uint64 gunique_filter_hash(GuniqueSummary *summary, Datum value);
 extern bool gunique_filter_excludes(GuniqueSummary *summary, uint64 hash);
 extern bool gunique_filter_missing(GuniqueSummary *summary);
-extern uint32 gunique_filter_threshold(Relation index);
-extern bool gunique_filter_wanted(GuniqueSummary *summary, uint32 threshold);
+extern bool gunique_filter_wanted(GuniqueSummary *summary, Relation index,
+								  uint32 *threshold);
+extern bool gunique_filter_due(GuniqueSummary *summary, uint32 threshold);
+extern bool gunique_filter_group_wanted(GuniqueSummary *summary, uint32 n,
+										uint64 keys);
 extern bool gunique_filter_add(GuniqueSummary *summary, uint64 hash);
-extern void gunique_filter_build(GuniqueSummary *summary, Relation index);
+extern uint64 gunique_filter_keys_estimate(Relation index);
+extern bool gunique_filter_build(GuniqueSummary *summary, Relation *indexes,
+								 int n);
 extern bool gunique_filter_fill_begin(GuniqueFilterFill *fill,
 									  GuniqueSummary *summary,
-									  Relation index, bool exclusive);
+									  uint64 estimate, bool exclusive);
+extern bool gunique_filter_extend_begin(GuniqueFilterFill *fill,
+										GuniqueSummary *summary);
 extern void gunique_filter_fill_key(GuniqueFilterFill *fill, Datum value);
 extern void gunique_filter_fill_publish(GuniqueFilterFill *fill);
 extern void gunique_filter_fill_abort(GuniqueFilterFill *fill);

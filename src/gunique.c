@@ -81,6 +81,13 @@ _PG_init(void)
 							32 * 1024, 0, INT_MAX / 2,
 							PGC_POSTMASTER, GUC_UNIT_KB,
 							NULL, NULL, NULL);
+	DefineCustomBoolVariable("gunique.key_filters",
+							 "Lets probes rule partitions out by their key filters.",
+							 "Off, probes rely on key ranges alone; inserts still keep the filters up to date.",
+							 &gunique_key_filters,
+							 true,
+							 PGC_USERSET, 0,
+							 NULL, NULL, NULL);
 	MarkGUCPrefixReserved("gunique");
 
 	prev_shmem_request_hook = shmem_request_hook;

@@ -28,6 +28,7 @@
 #include "catalog/index.h"
 #include "catalog/partition.h"
 #include "catalog/pg_index.h"
+#include "catalog/pg_inherits.h"
 #include "commands/progress.h"
 #include "executor/tuptable.h"
 #include "lib/binaryheap.h"
@@ -43,7 +44,6 @@
 #include "btread.h"
 #include "compat.h"
 #include "filter.h"
-#include "keylock.h"
 #include "merge.h"
 #include "scope.h"
 #include "summary.h"
@@ -104,6 +104,9 @@ typedef struct MergeState
 	struct MergeEntry *run;		/* the run's entries */
 	int			nrun;
 	int			maxrun;
+
+	/* The tree's group filter, filled or extended by the merge. */
+	GuniqueFilterFill group_fill;
 
 	/* Visibility of the rows behind equal keys. */
 	Snapshot	snapshot;
@@ -286,8 +289,14 @@ merge_cursor_next(MergeState *state, MergeCursor *cursor)
 			continue;
 		if (where > 0)
 			return false;
-		if (cursor->fill.summary != NULL && !cursor->isnull[0])
-			gunique_filter_fill_key(&cursor->fill, cursor->values[0]);
+		/* every key of a leaf read whole goes into the filters */
+		if (!cursor->bounded && !cursor->isnull[0])
+		{
+			if (cursor->fill.summary != NULL)
+				gunique_filter_fill_key(&cursor->fill, cursor->values[0]);
+			if (state->group_fill.summary != NULL)
+				gunique_filter_fill_key(&state->group_fill, cursor->values[0]);
+		}
 		if (BTreeTupleIsPosting(itup))
 		{
 			cursor->posting = itup;
@@ -625,53 +634,89 @@ merge_progress_start(Relation topindex)
 }
 
 /*
- * Each leaf that the merge reads whole gets a new key filter from what it
- * reads (filter.c).  With writers locked out of every leaf (the check's
- * ShareLock), nobody else touches the filters meanwhile; otherwise they are
- * published as "next" before the key lock barrier, which comes before any
- * page is read.
+ * The group filters of the tree's partitioned indexes below the top may
+ * no longer match their groups (a partitioned table attached under the
+ * tree joins its group): forget them, with every writer locked out.
  */
 static void
-merge_fill_begin(MergeState *state, bool exclusive)
+merge_forget_subgroups(Relation topindex)
 {
-	bool		any = false;
+	List	   *members = find_all_inheritors(RelationGetRelid(topindex),
+											  NoLock, NULL);
+	ListCell   *lc;
 
+	foreach(lc, members)
+	{
+		Oid			member = lfirst_oid(lc);
+
+		if (member != RelationGetRelid(topindex) &&
+			get_rel_relkind(member) == RELKIND_PARTITIONED_INDEX)
+			gunique_summary_forget(member);
+	}
+	list_free(members);
+}
+
+/*
+ * Each leaf that the merge reads whole gets a new key filter from what it
+ * reads (filter.c), and so does the tree's group filter (kept by the top
+ * index, see probe.c) if every leaf is read whole; if only the attached
+ * leaves are (ATTACH), their keys are added to the group filter there is.
+ * The merge runs with writers locked out of every leaf (the check's
+ * ShareLock), so nobody else touches these filters meanwhile.
+ */
+static void
+merge_fill_begin(MergeState *state, Relation topindex)
+{
+	GuniqueSummary *group = gunique_summary_for(topindex);
+	bool		whole = true;
+	uint64		estimate = 0;
+
+	merge_forget_subgroups(topindex);
 	for (int c = 0; c < state->ncursors; c++)
 	{
 		MergeCursor *cursor = &state->cursors[c];
+		uint64		keys = gunique_filter_keys_estimate(cursor->index);
 
-		if (!cursor->bounded &&
-			gunique_filter_fill_begin(&cursor->fill,
-									  gunique_summary_for(cursor->index),
-									  cursor->index, exclusive))
-			any = true;
+		estimate += keys;
+		/* before the merge starts, "skip" means left out by ATTACH's range */
+		if (cursor->bounded || cursor->skip)
+			whole = false;
+		else
+			(void) gunique_filter_fill_begin(&cursor->fill,
+											 gunique_summary_for(cursor->index),
+											 keys, true);
 	}
-	if (any && !exclusive)
-		gunique_keylock_barrier();
+	if (whole ?
+		gunique_filter_fill_begin(&state->group_fill, group, estimate, true) :
+		gunique_filter_extend_begin(&state->group_fill, group))
+	{
+		if (topindex->rd_createSubid != InvalidSubTransactionId)
+			gunique_summary_forget_at_abort(RelationGetRelid(topindex));
+	}
+	else
+	{
+		/* a group filter that cannot take these keys must not stay */
+		gunique_summary_forget(RelationGetRelid(topindex));
+	}
 }
 
 /* Publish the filters once every entry is read, or drop them on error. */
 static void
-merge_fill_end(MergeState *state, bool complete, bool exclusive)
+merge_fill_end(MergeState *state, bool complete)
 {
-	bool		any = false;
-
-	for (int c = 0; c < state->ncursors; c++)
+	for (int c = 0; c <= state->ncursors; c++)
 	{
-		MergeCursor *cursor = &state->cursors[c];
+		GuniqueFilterFill *fill = c < state->ncursors ?
+			&state->cursors[c].fill : &state->group_fill;
 
-		if (cursor->fill.summary == NULL)
+		if (fill->summary == NULL)
 			continue;
 		if (complete)
-			gunique_filter_fill_publish(&cursor->fill);
+			gunique_filter_fill_publish(fill);
 		else
-			gunique_filter_fill_abort(&cursor->fill);
-		any = true;
+			gunique_filter_fill_abort(fill);
+		gunique_filter_fill_done(fill);
 	}
-	if (any && !exclusive)
-		gunique_keylock_barrier();
-	for (int c = 0; c < state->ncursors; c++)
-		gunique_filter_fill_done(&state->cursors[c].fill);
 }
 
 /* Merge the cursors' entries in key order. */
@@ -723,8 +768,9 @@ merge_run(MergeState *state)
  * "callback" for every key that two or more live rows share.  Each leaf table
  * is locked in "lockmode".  Rows are live if "snapshot" sees them.  With
  * "attached", only keys that can equal a key of the leaves under that table
- * are merged.  With "fill_filters", every leaf read whole gets a new key
- * filter.  Returns the number of duplicated keys.
+ * are merged.  With "fill_filters" (and writers locked out), every leaf
+ * read whole gets a new key filter, and so does the tree.  Returns the
+ * number of duplicated keys.
  */
 int64
 gunique_merge_tree(Oid topindexoid, LOCKMODE lockmode, Snapshot snapshot,
@@ -753,20 +799,19 @@ gunique_merge_tree(Oid topindexoid, LOCKMODE lockmode, Snapshot snapshot,
 		merge_run(state);
 	else
 	{
-		bool		exclusive = lockmode >= ShareLock;
-
-		merge_fill_begin(state, exclusive);
+		Assert(lockmode >= ShareLock);
+		merge_fill_begin(state, topindex);
 		PG_TRY();
 		{
 			merge_run(state);
 		}
 		PG_CATCH();
 		{
-			merge_fill_end(state, false, exclusive);
+			merge_fill_end(state, false);
 			PG_RE_THROW();
 		}
 		PG_END_TRY();
-		merge_fill_end(state, true, exclusive);
+		merge_fill_end(state, true);
 	}
 
 	for (int c = 0; c < state->ncursors; c++)

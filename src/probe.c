@@ -285,8 +285,39 @@ probe_leaf_needed(ProbeGroup *pg, int i, uint64 key, uint64 hash,
 		counts[GUNIQUE_STAT_LEAVES_FILTERED]++;
 		return false;
 	}
-	if (gunique_filter_wanted(summary, pg->targets[i]->filter_after))
+	if (gunique_filter_wanted(summary, pg->targets[i]->index,
+							  &pg->targets[i]->filter_after))
 		pg->filters_wanted = true;
+	return true;
+}
+
+/*
+ * Could any leaf of the group hold the key, as far as the group's filter
+ * tells?  One cache line rules out every leaf for most new keys.  Notes in
+ * the group when probes have checked enough leaves one by one to make the
+ * group's filter worth building.
+ */
+static bool
+probe_group_needed(ProbeGroup *pg, uint64 hash, uint64 *counts)
+{
+	GuniqueSummary *summary = pg->group_summary;
+
+	if (summary == NULL)
+		return true;
+	if (gunique_filter_excludes(summary, hash))
+	{
+		counts[GUNIQUE_STAT_LEAVES_FILTERED] += pg->ntargets;
+		return false;
+	}
+	if (pg->self >= 0 && gunique_filter_missing(summary))
+	{
+		if (pg->group_keys == 0)
+			for (int i = 0; i < pg->ntargets; i++)
+				pg->group_keys +=
+					gunique_filter_keys_estimate(pg->targets[i]->index) + 1;
+		if (gunique_filter_group_wanted(summary, pg->ntargets, pg->group_keys))
+			pg->group_filter_wanted = pg->filters_wanted = true;
+	}
 	return true;
 }
 
@@ -315,6 +346,9 @@ probe_group(ProbeGroup *pg, ProbeFinding *finding, Datum *values,
 	}
 
 	memset(finding, 0, sizeof(ProbeFinding));
+	counts[GUNIQUE_STAT_PROBES]++;
+	if (summarized && !probe_group_needed(pg, hash, counts))
+		return InvalidOid;
 	gunique_probescan_enter(&cxt);
 	for (int i = 0; i < pg->ntargets && !OidIsValid(conflict); i++)
 	{
@@ -325,7 +359,6 @@ probe_group(ProbeGroup *pg, ProbeFinding *finding, Datum *values,
 		conflict = probe_leaf(pg->targets[i], pg->nkeys, values, isnull,
 							  finding);
 	}
-	counts[GUNIQUE_STAT_PROBES]++;
 	gunique_probescan_leave(&cxt);
 	return conflict;
 }
@@ -347,18 +380,47 @@ probe_wait(ProbeFinding *finding)
 }
 
 /*
- * Let the index's summary and filter cover the key before nbtree inserts
- * it.  True if the index has outgrown its filter.
+ * Let the index's summary and filter, and its group's filter, cover the key
+ * before nbtree inserts it.  True if the index has outgrown its filter;
+ * *group_full if the group has outgrown its own.
  */
 static bool
-cover_own_key(GuniqueSummary *summary, Datum *values, bool *isnull,
-			  int nkeys)
+cover_own_key(GuniqueSummary *summary, GuniqueSummary *group_summary,
+			  Datum *values, bool *isnull, int nkeys, bool *group_full)
 {
+	uint64		hash;
+
+	*group_full = false;
 	if (summary == NULL || nkeys != 1 || isnull[0])
 		return false;
 	gunique_summary_widen(summary, values[0]);
-	return gunique_filter_add(summary,
-							  gunique_filter_hash(summary, values[0]));
+	hash = gunique_filter_hash(summary, values[0]);
+	if (group_summary != NULL)
+		*group_full = gunique_filter_add(group_summary, hash);
+	return gunique_filter_add(summary, hash);
+}
+
+/*
+ * Build the group's filter from all its leaves.  If this transaction
+ * rebuilt one of them (TRUNCATE, REINDEX), the filter is made from the new
+ * btree and must go if that rolls back; the locks that rebuild took keep
+ * every other prober of the group away until then.
+ */
+static void
+build_group_filter(ProbeGroup *pg)
+{
+	Relation   *indexes = palloc(sizeof(Relation) * pg->ntargets);
+	bool		rebuilt = false;
+
+	for (int i = 0; i < pg->ntargets; i++)
+	{
+		indexes[i] = pg->targets[i]->index;
+		rebuilt |= gunique_summary_built_here(pg->targets[i]->indexoid);
+	}
+	if (gunique_filter_build(pg->group_summary, indexes, pg->ntargets) &&
+		rebuilt)
+		gunique_summary_forget_at_abort(pg->group);
+	pfree(indexes);
 }
 
 /*
@@ -367,21 +429,26 @@ cover_own_key(GuniqueSummary *summary, Datum *values, bool *isnull,
  * outgrew its filter.  The statement holds every leaf of the group open.
  */
 static void
-build_filters(ProbeGroup *pg, Relation index, bool own_full)
+build_filters(ProbeGroup *pg, Relation index, bool own_full, bool group_full)
 {
+	Relation	indexes[1] = {index};
+
 	if (pg->filters_wanted)
 	{
 		pg->filters_wanted = false;
 		for (int i = 0; i < pg->ntargets; i++)
 			if (pg->summaries[i] != NULL &&
-				gunique_filter_missing(pg->summaries[i]) &&
-				pg_atomic_read_u32(&pg->summaries[i]->filter_searches) >=
-				pg->targets[i]->filter_after)
+				gunique_filter_due(pg->summaries[i],
+								   pg->targets[i]->filter_after))
 				gunique_filter_build(pg->summaries[i],
-									 pg->targets[i]->index);
+									 &pg->targets[i]->index, 1);
 	}
 	if (own_full)
-		gunique_filter_build(pg->own_summary, index);
+		gunique_filter_build(pg->own_summary, indexes, 1);
+	/* a group's filter is built from all its leaves, own leaf included */
+	if ((pg->group_filter_wanted || group_full) && pg->self >= 0)
+		build_group_filter(pg);
+	pg->group_filter_wanted = false;
 }
 
 /*
@@ -395,10 +462,13 @@ insert_unprobed(Relation index, GuniqueSummary *summary, Datum *values,
 				IndexUniqueCheck checkUnique, bool indexUnchanged,
 				IndexInfo *indexInfo, uint64 *counts)
 {
+	bool		group_full;
+
 	counts[GUNIQUE_STAT_UNPROBED] = 1;
 	gunique_stats_add(index, counts);
-	(void) cover_own_key(summary, values, isnull,
-						 IndexRelationGetNumberOfKeyAttributes(index));
+	(void) cover_own_key(summary, NULL, values, isnull,
+						 IndexRelationGetNumberOfKeyAttributes(index),
+						 &group_full);
 	return gunique_btinsert(index, values, isnull, heap_tid, heap,
 							checkUnique, indexUnchanged, indexInfo);
 }
@@ -414,6 +484,7 @@ gunique_probe_insert(Relation index, Datum *values, bool *isnull,
 	LWLock	   *keylock;
 	bool		result;
 	bool		own_full;
+	bool		group_full;
 	uint64		counts[GUNIQUE_NSTATS] = {0};
 
 	counts[GUNIQUE_STAT_INSERTS] = 1;
@@ -472,11 +543,12 @@ gunique_probe_insert(Relation index, Datum *values, bool *isnull,
 	 * that a key refused or waited for does not widen them), insert, and let
 	 * others see it.  An error releases the key lock with all other LWLocks.
 	 */
-	own_full = cover_own_key(pg->own_summary, values, isnull, pg->nkeys);
+	own_full = cover_own_key(pg->own_summary, pg->group_summary, values,
+							 isnull, pg->nkeys, &group_full);
 	result = gunique_btinsert(index, values, isnull, heap_tid, heap,
 							  checkUnique, indexUnchanged, indexInfo);
 	LWLockRelease(keylock);
-	if (pg->filters_wanted || own_full)
-		build_filters(pg, index, own_full);
+	if (pg->filters_wanted || own_full || group_full)
+		build_filters(pg, index, own_full, group_full);
 	return result;
 }

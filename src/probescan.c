@@ -128,7 +128,7 @@ gunique_probescan_get(Oid heapoid, Oid indexoid)
 		ps->fetch = table_index_fetch_begin(ps->heap);
 		ps->slot = table_slot_create(ps->heap, NULL);
 		ps->summary = gunique_summary_for(ps->index);
-		ps->filter_after = gunique_filter_threshold(ps->index);
+		ps->filter_after = 0;	/* found when first needed */
 	}
 	PG_CATCH();
 	{
@@ -216,6 +216,22 @@ group_open(ProbeGroup *pg, GuniqueLeaf *leaves, int nleaves)
 	}
 }
 
+/*
+ * The summary entry that holds a group's key filter: the group's top index,
+ * a partitioned index of the tree, locked with it.
+ */
+static GuniqueSummary *
+group_summary(Oid group)
+{
+	Relation	groupindex = index_open(group, NoLock);
+	GuniqueSummary *summary = NULL;
+
+	if (groupindex->rd_rel->relkind == RELKIND_PARTITIONED_INDEX)
+		summary = gunique_summary_for(groupindex);
+	index_close(groupindex, NoLock);
+	return summary;
+}
+
 /* (Re)make the statement's group of a leaf index. */
 static ProbeGroup *
 group_build(Relation index, bool skip_self)
@@ -270,9 +286,16 @@ group_build(Relation index, bool skip_self)
 		pg->summaries = NULL;
 		pg->own_summary = gunique_summary_for(index);
 		pg->any_summary = NULL;
+		pg->group = group;
+		pg->group_summary = NULL;
+		pg->group_keys = 0;
+		pg->group_filter_wanted = false;
 		group_set_key(pg, scope);
 		if (pg->needed)
+		{
 			group_open(pg, leaves, nleaves);
+			pg->group_summary = group_summary(group);
+		}
 		gunique_probescan_leave(&cxt);
 		pfree(leaves);
 

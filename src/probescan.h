@@ -33,7 +33,7 @@ typedef struct ProbeScan
 	TupleTableSlot *slot;
 	GuniqueSummary *summary;	/* the leaf's key-range summary, or NULL */
 	uint32		filter_after;	/* searches without a filter that make one
-								 * worth building */
+								 * worth building; 0 until needed */
 	SnapshotData dirty;			/* HeapTupleSatisfiesDirty leaves the matching
 								 * tuple's xmin/xmax here */
 } ProbeScan;
@@ -57,6 +57,13 @@ typedef struct ProbeGroup
 	int			self;			/* -1 if own leaf is left out */
 	GuniqueSummary *own_summary;	/* own leaf's summary, or NULL */
 	GuniqueSummary *any_summary;	/* some target's summary, or NULL */
+
+	/* The group's key filter, kept by the group's top index (filter.c). */
+	Oid			group;
+	GuniqueSummary *group_summary;	/* NULL if the key is not summarized */
+	uint64		group_keys;		/* keys the group seems to hold; 0 until
+								 * needed */
+	bool		group_filter_wanted;	/* worth building now */
 
 	/* The key, as in GuniqueScope. */
 	int			nkeys;

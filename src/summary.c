@@ -29,9 +29,11 @@
  *
  * Summaries live only in shared memory: after a restart, crash recovery or
  * promotion every summary is invalid until a probe computes it again with
- * two btree descents.  Entries are never removed (an index OID that comes
- * back is reset by its build); when the table is full, new leaves simply go
- * without a summary and are always probed.
+ * two btree descents.  Entries are never removed: a dropped index's entry is
+ * cleared (its key filter freed), and an index OID that comes back is reset
+ * by its build.  When the table is full, new leaves simply go without a
+ * summary and are always probed.  The entry of a group's top index (a
+ * partitioned index) holds only the group's key filter (filter.c).
  *
  * Only single-column keys of types whose default gunique ordering is an
  * integer ordering are summarized: int2, int4, int8, oid, date, time,
@@ -208,8 +210,13 @@ summary_map(Oid typid, Datum value)
 	}
 }
 
-static void
-summary_remember_built(Oid indexoid)
+/*
+ * Forget the summary and filter of the index if this (sub)transaction
+ * rolls back.  The caller holds locks that keep everyone else from using
+ * them until then.
+ */
+void
+gunique_summary_forget_at_abort(Oid indexoid)
 {
 	if (nbuilt == maxbuilt)
 	{
@@ -271,6 +278,16 @@ summary_subxact_callback(SubXactEvent event, SubTransactionId mySubid,
 		built[kept++] = built[i];
 	}
 	nbuilt = kept;
+}
+
+/* Did this transaction build the leaf's btree (so far)? */
+bool
+gunique_summary_built_here(Oid indexoid)
+{
+	for (int i = 0; i < nbuilt; i++)
+		if (built[i].indexoid == indexoid)
+			return true;
+	return false;
 }
 
 void
@@ -458,7 +475,7 @@ gunique_summary_reset(Relation index)
 
 	if (summaries == NULL)
 		return;
-	summary_remember_built(RelationGetRelid(index));
+	gunique_summary_forget_at_abort(RelationGetRelid(index));
 	typid = summary_type(index);
 	LWLockAcquire(summaries_lock, LW_SHARED);
 	summary = hash_search(summaries, &tag, HASH_FIND, NULL);

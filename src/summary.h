@@ -53,6 +53,8 @@ extern void gunique_summary_compute(GuniqueSummary *summary, Relation heap,
 									Relation index);
 extern void gunique_summary_reset(Relation index);
 extern void gunique_summary_forget(Oid indexoid);
+extern void gunique_summary_forget_at_abort(Oid indexoid);
+extern bool gunique_summary_built_here(Oid indexoid);
 
 /*
  * Is the key, mapped by gunique_summary_key for a summary of the same key

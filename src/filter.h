@@ -24,6 +24,13 @@ typedef struct GuniqueFilterFill
 	bool		extending;		/* adding to the filter there is */
 } GuniqueFilterFill;
 
+/*
+ * A group's filter pays only when a probe would otherwise check many
+ * leaves: below this many, each leaf's range and filter are as cheap as
+ * keeping the group's filter up to date.
+ */
+#define GUNIQUE_GROUP_FILTER_MIN_LEAVES 16
+
 extern int	gunique_filter_memory;
 extern bool gunique_key_filters;
 

@@ -686,9 +686,12 @@ merge_fill_begin(MergeState *state, Relation topindex)
 											 gunique_summary_for(cursor->index),
 											 keys, true);
 	}
-	if (whole ?
-		gunique_filter_fill_begin(&state->group_fill, group, estimate, true) :
-		gunique_filter_extend_begin(&state->group_fill, group))
+	if (state->ncursors < GUNIQUE_GROUP_FILTER_MIN_LEAVES)
+		gunique_summary_forget(RelationGetRelid(topindex));
+	else if (whole ?
+			 gunique_filter_fill_begin(&state->group_fill, group, estimate,
+									   true) :
+			 gunique_filter_extend_begin(&state->group_fill, group))
 	{
 		if (topindex->rd_createSubid != InvalidSubTransactionId)
 			gunique_summary_forget_at_abort(RelationGetRelid(topindex));

@@ -302,7 +302,7 @@ probe_group_needed(ProbeGroup *pg, uint64 hash, uint64 *counts)
 {
 	GuniqueSummary *summary = pg->group_summary;
 
-	if (summary == NULL)
+	if (summary == NULL || !pg->use_group_filter)
 		return true;
 	if (gunique_filter_excludes(summary, hash))
 	{
@@ -325,11 +325,12 @@ probe_group_needed(ProbeGroup *pg, uint64 hash, uint64 *counts)
  * Under the key lock: look for the key in every leaf of the group that its
  * summary and filter do not rule out, own leaf included.  Returns the table
  * of a leaf that holds the key (a violation) or InvalidOid, with what it
- * found in progress in *finding.
+ * found in progress in *finding; or stops at the first leaf to search whose
+ * scan is not ready, in *unready.
  */
 static Oid
 probe_group(ProbeGroup *pg, ProbeFinding *finding, Datum *values,
-			bool *isnull, uint64 *counts)
+			bool *isnull, uint64 *counts, ProbeScan **unready)
 {
 	Oid			conflict = InvalidOid;
 	bool		summarized = pg->nkeys == 1 && !isnull[0] &&
@@ -355,6 +356,11 @@ probe_group(ProbeGroup *pg, ProbeFinding *finding, Datum *values,
 		if (summarized && pg->summaries[i] != NULL &&
 			!probe_leaf_needed(pg, i, key, hash, counts))
 			continue;
+		if (!pg->targets[i]->ready)
+		{
+			*unready = pg->targets[i];
+			break;
+		}
 		counts[GUNIQUE_STAT_LEAVES_PROBED]++;
 		conflict = probe_leaf(pg->targets[i], pg->nkeys, values, isnull,
 							  finding);
@@ -446,7 +452,8 @@ build_filters(ProbeGroup *pg, Relation index, bool own_full, bool group_full)
 	if (own_full)
 		gunique_filter_build(pg->own_summary, indexes, 1);
 	/* a group's filter is built from all its leaves, own leaf included */
-	if ((pg->group_filter_wanted || group_full) && pg->self >= 0)
+	if ((pg->group_filter_wanted || group_full) && pg->self >= 0 &&
+		pg->use_group_filter)
 		build_group_filter(pg);
 	pg->group_filter_wanted = false;
 }
@@ -486,6 +493,7 @@ gunique_probe_insert(Relation index, Datum *values, bool *isnull,
 	bool		own_full;
 	bool		group_full;
 	uint64		counts[GUNIQUE_NSTATS] = {0};
+	uint64		saved[GUNIQUE_NSTATS];
 
 	counts[GUNIQUE_STAT_INSERTS] = 1;
 
@@ -510,6 +518,7 @@ gunique_probe_insert(Relation index, Datum *values, bool *isnull,
 	{
 		ProbeFinding finding;
 		Oid			conflict;
+		ProbeScan  *unready;
 
 		pg = gunique_probescan_group(index, skip_self);
 		if (!pg->needed || key_has_distinct_null(pg, isnull))
@@ -520,7 +529,17 @@ gunique_probe_insert(Relation index, Datum *values, bool *isnull,
 									  key_hash(pg, values, isnull));
 
 		LWLockAcquire(keylock, LW_EXCLUSIVE);
-		conflict = probe_group(pg, &finding, values, isnull, counts);
+		memcpy(saved, counts, sizeof(saved));
+		unready = NULL;
+		conflict = probe_group(pg, &finding, values, isnull, counts, &unready);
+		if (unready != NULL)
+		{
+			/* make the scan ready without the key lock, then look again */
+			LWLockRelease(keylock);
+			memcpy(counts, saved, sizeof(saved));
+			gunique_probescan_prepare(unready);
+			continue;
+		}
 		if (!OidIsValid(conflict) && !TransactionIdIsValid(finding.xwait))
 			break;
 		LWLockRelease(keylock);

@@ -123,10 +123,10 @@ gunique_probescan_get(Oid heapoid, Oid indexoid)
 	{
 		ps->heap = table_open(heapoid, NoLock);
 		ps->index = index_open(indexoid, NoLock);
-		InitDirtySnapshot(ps->dirty);
-		ps->itup_key = gunique_bt_search_key(ps->index);
-		ps->fetch = table_index_fetch_begin(ps->heap);
-		ps->slot = table_slot_create(ps->heap, NULL);
+		ps->ready = false;
+		ps->itup_key = NULL;
+		ps->fetch = NULL;
+		ps->slot = NULL;
 		ps->summary = gunique_summary_for(ps->index);
 		ps->filter_after = 0;	/* found when first needed */
 	}
@@ -137,6 +137,31 @@ gunique_probescan_get(Oid heapoid, Oid indexoid)
 	}
 	PG_END_TRY();
 	return ps;
+}
+
+/*
+ * Make the scan ready to search its leaf: what only a search needs is made
+ * the first time one is needed in the statement, since with key ranges and
+ * filters most leaves of a group are never searched.  Not under a key
+ * lock: the first use of an index's support functions may read catalogs.
+ */
+void
+gunique_probescan_prepare(ProbeScan *ps)
+{
+	ProbeScanContext cxt;
+
+	if (ps->ready)
+		return;
+	gunique_probescan_enter(&cxt);
+	InitDirtySnapshot(ps->dirty);
+	if (ps->itup_key == NULL)
+		ps->itup_key = gunique_bt_search_key(ps->index);
+	if (ps->fetch == NULL)
+		ps->fetch = table_index_fetch_begin(ps->heap);
+	if (ps->slot == NULL)
+		ps->slot = table_slot_create(ps->heap, NULL);
+	ps->ready = true;
+	gunique_probescan_leave(&cxt);
 }
 
 /* A probe of this leaf is over: unpin the heap page it last looked at. */
@@ -288,13 +313,17 @@ group_build(Relation index, bool skip_self)
 		pg->any_summary = NULL;
 		pg->group = group;
 		pg->group_summary = NULL;
+		pg->use_group_filter = false;
 		pg->group_keys = 0;
 		pg->group_filter_wanted = false;
 		group_set_key(pg, scope);
 		if (pg->needed)
 		{
 			group_open(pg, leaves, nleaves);
+			/* kept up to date always, used only by groups of many leaves */
 			pg->group_summary = group_summary(group);
+			pg->use_group_filter =
+				nleaves >= GUNIQUE_GROUP_FILTER_MIN_LEAVES;
 		}
 		gunique_probescan_leave(&cxt);
 		pfree(leaves);
@@ -354,8 +383,10 @@ gunique_probescan_release_all(void)
 		hash_seq_init(&status, probe_scans);
 		while ((ps = hash_seq_search(&status)) != NULL)
 		{
-			ExecDropSingleTupleTableSlot(ps->slot);
-			table_index_fetch_end(ps->fetch);
+			if (ps->slot != NULL)
+				ExecDropSingleTupleTableSlot(ps->slot);
+			if (ps->fetch != NULL)
+				table_index_fetch_end(ps->fetch);
 			index_close(ps->index, NoLock);
 			table_close(ps->heap, NoLock);
 		}

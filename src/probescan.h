@@ -28,6 +28,8 @@ typedef struct ProbeScan
 	Oid			indexoid;		/* hash key */
 	Relation	heap;
 	Relation	index;
+	bool		ready;			/* the rest is made: see
+								 * gunique_probescan_prepare */
 	BTScanInsert itup_key;		/* arguments set per key searched */
 	IndexFetchTableData *fetch;
 	TupleTableSlot *slot;
@@ -61,6 +63,7 @@ typedef struct ProbeGroup
 	/* The group's key filter, kept by the group's top index (filter.c). */
 	Oid			group;
 	GuniqueSummary *group_summary;	/* NULL if the key is not summarized */
+	bool		use_group_filter;	/* the group has leaves enough */
 	uint64		group_keys;		/* keys the group seems to hold; 0 until
 								 * needed */
 	bool		group_filter_wanted;	/* worth building now */
@@ -84,6 +87,7 @@ extern void gunique_probescan_init(void);
 extern void gunique_probescan_enter(ProbeScanContext *cxt);
 extern void gunique_probescan_leave(ProbeScanContext *cxt);
 extern ProbeScan *gunique_probescan_get(Oid heapoid, Oid indexoid);
+extern void gunique_probescan_prepare(ProbeScan *ps);
 extern void gunique_probescan_done(ProbeScan *ps);
 extern ProbeGroup *gunique_probescan_group(Relation index, bool skip_self);
 extern void gunique_probescan_release_all(void);

@@ -53,6 +53,19 @@ static MemoryContext ProbeScanMemory = NULL;
 static HTAB *probe_scans = NULL;
 static HTAB *probe_groups = NULL;
 
+/*
+ * The first leaf of each group to be built in the statement, whose targets
+ * the group's other leaves share: a statement that inserts into every one
+ * of n leaves would otherwise set up n * n targets.
+ */
+typedef struct GroupOwner
+{
+	Oid			group;			/* hash key */
+	ProbeGroup *pg;
+} GroupOwner;
+
+static HTAB *group_owners = NULL;
+
 static ExecutorEnd_hook_type prev_ExecutorEnd = NULL;
 
 static void probescan_ExecutorEnd(QueryDesc *queryDesc);
@@ -257,6 +270,57 @@ group_summary(Oid group)
 	return summary;
 }
 
+/*
+ * Share the targets of a leaf of the same group built earlier in the
+ * statement under the same scope, if there is one; own leaf is among them.
+ */
+static bool
+group_share(ProbeGroup *pg, Oid indexoid, uint64 generation)
+{
+	GroupOwner *owner;
+	ProbeGroup *from;
+
+	if (group_owners == NULL ||
+		(owner = hash_search(group_owners, &pg->group, HASH_FIND,
+							 NULL)) == NULL)
+		return false;
+	from = owner->pg;
+	if (from->scope_generation != generation || from->skip_self ||
+		!from->needed)
+		return false;
+	pg->ntargets = from->ntargets;
+	pg->targets = from->targets;
+	pg->summaries = from->summaries;
+	pg->any_summary = from->any_summary;
+	pg->group_summary = from->group_summary;
+	pg->use_group_filter = from->use_group_filter;
+	pg->self = -1;
+	for (int i = 0; i < pg->ntargets; i++)
+		if (pg->targets[i]->indexoid == indexoid)
+			pg->self = i;
+	return pg->self >= 0;
+}
+
+/* Let later leaves of the group share this one's targets. */
+static void
+group_own(ProbeGroup *pg)
+{
+	GroupOwner *owner;
+
+	if (group_owners == NULL)
+	{
+		HASHCTL		ctl;
+
+		ctl.keysize = sizeof(Oid);
+		ctl.entrysize = sizeof(GroupOwner);
+		ctl.hcxt = ProbeScanMemory;
+		group_owners = hash_create("gunique group owners", 16, &ctl,
+								   HASH_ELEM | HASH_BLOBS | HASH_CONTEXT);
+	}
+	owner = hash_search(group_owners, &pg->group, HASH_ENTER, NULL);
+	owner->pg = pg;
+}
+
 /* (Re)make the statement's group of a leaf index. */
 static ProbeGroup *
 group_build(Relation index, bool skip_self)
@@ -295,12 +359,8 @@ group_build(Relation index, bool skip_self)
 			probe_groups = hash_create("gunique probe groups", 16, &ctl,
 									   HASH_ELEM | HASH_BLOBS | HASH_CONTEXT);
 		}
+		/* a rebuilt group's old arrays may be shared: the context frees them */
 		pg = hash_search(probe_groups, &indexoid, HASH_ENTER, &found);
-		if (found && pg->targets != NULL)
-		{
-			pfree(pg->targets);
-			pfree(pg->summaries);
-		}
 		pg->scope_generation = 0;	/* not valid until built */
 		pg->skip_self = skip_self;
 		pg->needed = nleaves > (self >= 0 ? 1 : 0);
@@ -317,13 +377,18 @@ group_build(Relation index, bool skip_self)
 		pg->group_keys = 0;
 		pg->group_filter_wanted = false;
 		group_set_key(pg, scope);
-		if (pg->needed)
+		if (pg->needed && (skip_self || !group_share(pg, indexoid, generation)))
 		{
+			pg->self = self;
+			pg->ntargets = 0;
+			pg->any_summary = NULL;
 			group_open(pg, leaves, nleaves);
 			/* kept up to date always, used only by groups of many leaves */
 			pg->group_summary = group_summary(group);
 			pg->use_group_filter =
 				nleaves >= GUNIQUE_GROUP_FILTER_MIN_LEAVES;
+			if (!skip_self)
+				group_own(pg);
 		}
 		gunique_probescan_leave(&cxt);
 		pfree(leaves);
@@ -362,6 +427,7 @@ probescan_reset(void)
 {
 	if (probe_scans == NULL && probe_groups == NULL)
 		return;
+	group_owners = NULL;
 	probe_scans = NULL;
 	probe_groups = NULL;
 	MemoryContextReset(ProbeScanMemory);

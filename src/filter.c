@@ -56,7 +56,6 @@
 #include "catalog/pg_type.h"
 #include "miscadmin.h"
 #include "port/atomics.h"
-#include "port/pg_bitutils.h"
 #include "storage/bufmgr.h"
 #include "storage/ipc.h"
 #include "storage/lwlock.h"
@@ -88,7 +87,6 @@ typedef union FilterHeader
 {
 	struct
 	{
-		uint64		nblocks;	/* blocks of bits, a power of two */
 		pg_atomic_uint64 capacity;	/* keys it holds at its designed false
 									 * positive rate */
 		pg_atomic_uint64 nkeys; /* keys added, estimated */
@@ -165,20 +163,12 @@ filter_at(uint64 ref)
 }
 
 static inline pg_atomic_uint64 *
-filter_block_of_ref(uint64 ref, uint64 hash)
+filter_block(uint64 ref, uint64 hash)
 {
 	pg_atomic_uint64 *bits = (pg_atomic_uint64 *) (filter_at(ref) + 1);
 	uint64		mask = (UINT64CONST(1) << (ref & FILTER_REF_LOG2_MASK)) - 1;
 
 	return bits + (hash & mask) * FILTER_BLOCK_WORDS;
-}
-
-static inline pg_atomic_uint64 *
-filter_block(FilterHeader *f, uint64 hash)
-{
-	pg_atomic_uint64 *bits = (pg_atomic_uint64 *) (f + 1);
-
-	return bits + (hash & (f->h.nblocks - 1)) * FILTER_BLOCK_WORDS;
 }
 
 static inline uint64
@@ -228,7 +218,7 @@ gunique_filter_hash(GuniqueSummary *summary, Datum value)
 static bool
 filter_holds(uint64 ref, uint64 hash)
 {
-	pg_atomic_uint64 *block = filter_block_of_ref(ref, hash);
+	pg_atomic_uint64 *block = filter_block(ref, hash);
 	uint64		masks[FILTER_BLOCK_WORDS];
 
 	filter_masks(hash, masks);
@@ -243,9 +233,10 @@ filter_holds(uint64 ref, uint64 hash)
  * return true if the filter now holds more keys than it was made for.
  */
 static bool
-filter_set(FilterHeader *f, uint64 hash, bool count)
+filter_set(uint64 ref, uint64 hash, bool count)
 {
-	pg_atomic_uint64 *block = filter_block(f, hash);
+	FilterHeader *f = filter_at(ref);
+	pg_atomic_uint64 *block = filter_block(ref, hash);
 	uint64		masks[FILTER_BLOCK_WORDS];
 
 	filter_masks(hash, masks);
@@ -261,9 +252,9 @@ filter_set(FilterHeader *f, uint64 hash, bool count)
 
 /* Set the key's bits in a filter nobody else can be reading or writing. */
 static void
-filter_set_alone(FilterHeader *f, uint64 hash)
+filter_set_alone(uint64 ref, uint64 hash)
 {
-	uint64	   *block = (uint64 *) filter_block(f, hash);
+	uint64	   *block = (uint64 *) filter_block(ref, hash);
 	uint64		masks[FILTER_BLOCK_WORDS];
 
 	filter_masks(hash, masks);
@@ -305,8 +296,7 @@ gunique_filter_missing(GuniqueSummary *summary)
 static uint32
 filter_threshold(Relation index)
 {
-	uint64		keys = (uint64) RelationGetNumberOfBlocks(index) *
-		FILTER_KEYS_PER_PAGE;
+	uint64		keys = gunique_filter_keys_estimate(index);
 
 	return (uint32) Min(Max(keys / FILTER_BUILD_COST, 16), PG_UINT32_MAX);
 }
@@ -366,9 +356,9 @@ gunique_filter_add(GuniqueSummary *summary, uint64 hash)
 	pg_read_barrier();
 	current = pg_atomic_read_u64(&summary->filter);
 	if (next != 0)
-		(void) filter_set(filter_at(next), hash, true);
+		(void) filter_set(next, hash, true);
 	if (current != 0 && current != next)
-		full = filter_set(filter_at(current), hash, true);
+		full = filter_set(current, hash, true);
 	return full && next == 0 &&
 		pg_atomic_read_u32(&summary->filter_busy) == 0;
 }
@@ -404,13 +394,13 @@ filter_alloc(uint64 keys)
 
 	f = filter_at(offset);
 	memset(f + 1, 0, bytes);
-	f->h.nblocks = bytes / (FILTER_BLOCK_WORDS * sizeof(uint64));
 	pg_atomic_init_u64(&f->h.capacity, bytes * 8 / FILTER_BITS_PER_KEY);
 	pg_atomic_init_u64(&f->h.nkeys, 0);
 	f->h.nextfree = 0;
 	f->h.sizeclass = sizeclass;
 	pg_write_barrier();
-	return offset | pg_leftmost_one_pos64(f->h.nblocks);
+	/* blocks of 64 bytes: 2^(sizeclass - 6) of them */
+	return offset | (sizeclass - 6);
 }
 
 static void
@@ -482,7 +472,7 @@ gunique_filter_fill_begin(GuniqueFilterFill *fill, GuniqueSummary *summary,
 		pg_atomic_write_u32(&summary->filter_busy, 0);
 		return false;
 	}
-	fill->filter = filter_at(fill->next);
+	fill->ref = fill->next;
 	pg_atomic_write_u64(&summary->filter_next, fill->next);
 	return true;
 }
@@ -495,9 +485,9 @@ gunique_filter_fill_key(GuniqueFilterFill *fill, Datum value)
 
 	/* counted all at once when published */
 	if (fill->exclusive)
-		filter_set_alone(fill->filter, hash);
+		filter_set_alone(fill->ref, hash);
 	else
-		(void) filter_set(fill->filter, hash, false);
+		(void) filter_set(fill->ref, hash, false);
 	fill->nkeys++;
 }
 
@@ -510,7 +500,7 @@ gunique_filter_fill_publish(GuniqueFilterFill *fill)
 {
 	GuniqueSummary *summary = fill->summary;
 
-	pg_atomic_fetch_add_u64(&fill->filter->h.nkeys, fill->nkeys);
+	pg_atomic_fetch_add_u64(&filter_at(fill->ref)->h.nkeys, fill->nkeys);
 	if (fill->extending)
 		return;
 	/* publish before clearing "next": see gunique_filter_add */
@@ -645,7 +635,7 @@ gunique_filter_extend_begin(GuniqueFilterFill *fill, GuniqueSummary *summary)
 	fill->summary = summary;
 	fill->exclusive = true;
 	fill->extending = true;
-	fill->filter = filter_at(pg_atomic_read_u64(&summary->filter));
+	fill->ref = pg_atomic_read_u64(&summary->filter);
 	return true;
 }
 

@@ -18,7 +18,8 @@ typedef struct GuniqueFilterFill
 	GuniqueSummary *summary;	/* NULL when there is nothing to finish */
 	uint64		next;			/* the new filter, until published */
 	uint64		old;			/* the filter it replaces, or 0 */
-	union FilterHeader *filter; /* "next" in memory */
+	uint64		ref;			/* the filter being filled: "next", or the
+								 * one there is when extending */
 	uint64		nkeys;			/* keys read */
 	bool		exclusive;		/* nobody else reads or writes the leaf */
 	bool		extending;		/* adding to the filter there is */

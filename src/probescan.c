@@ -104,6 +104,18 @@ gunique_probescan_leave(ProbeScanContext *cxt)
 	MemoryContextSwitchTo(cxt->saved_context);
 }
 
+/* A hash table keyed by an OID, living as long as the statement's scans. */
+static HTAB *
+statement_hash(const char *name, Size entrysize)
+{
+	HASHCTL		ctl;
+
+	ctl.keysize = sizeof(Oid);
+	ctl.entrysize = entrysize;
+	ctl.hcxt = ProbeScanMemory;
+	return hash_create(name, 16, &ctl, HASH_ELEM | HASH_BLOBS | HASH_CONTEXT);
+}
+
 /*
  * The open scan of a leaf index, made on first use in the statement.  The
  * caller is between gunique_probescan_enter and _leave, and holds a lock on
@@ -117,15 +129,8 @@ gunique_probescan_get(Oid heapoid, Oid indexoid)
 
 	Assert(CurrentMemoryContext == ProbeScanMemory);
 	if (probe_scans == NULL)
-	{
-		HASHCTL		ctl;
-
-		ctl.keysize = sizeof(Oid);
-		ctl.entrysize = sizeof(ProbeScan);
-		ctl.hcxt = ProbeScanMemory;
-		probe_scans = hash_create("gunique probe scans", 16, &ctl,
-								  HASH_ELEM | HASH_BLOBS | HASH_CONTEXT);
-	}
+		probe_scans = statement_hash("gunique probe scans",
+									 sizeof(ProbeScan));
 
 	ps = hash_search(probe_scans, &indexoid, HASH_ENTER, &found);
 	if (found)
@@ -308,15 +313,8 @@ group_own(ProbeGroup *pg)
 	GroupOwner *owner;
 
 	if (group_owners == NULL)
-	{
-		HASHCTL		ctl;
-
-		ctl.keysize = sizeof(Oid);
-		ctl.entrysize = sizeof(GroupOwner);
-		ctl.hcxt = ProbeScanMemory;
-		group_owners = hash_create("gunique group owners", 16, &ctl,
-								   HASH_ELEM | HASH_BLOBS | HASH_CONTEXT);
-	}
+		group_owners = statement_hash("gunique group owners",
+									  sizeof(GroupOwner));
 	owner = hash_search(group_owners, &pg->group, HASH_ENTER, NULL);
 	owner->pg = pg;
 }
@@ -350,15 +348,8 @@ group_build(Relation index, bool skip_self)
 
 		gunique_probescan_enter(&cxt);
 		if (probe_groups == NULL)
-		{
-			HASHCTL		ctl;
-
-			ctl.keysize = sizeof(Oid);
-			ctl.entrysize = sizeof(ProbeGroup);
-			ctl.hcxt = ProbeScanMemory;
-			probe_groups = hash_create("gunique probe groups", 16, &ctl,
-									   HASH_ELEM | HASH_BLOBS | HASH_CONTEXT);
-		}
+			probe_groups = statement_hash("gunique probe groups",
+										  sizeof(ProbeGroup));
 		/* a rebuilt group's old arrays may be shared: the context frees them */
 		pg = hash_search(probe_groups, &indexoid, HASH_ENTER, &found);
 		pg->scope_generation = 0;	/* not valid until built */

@@ -74,6 +74,18 @@ typedef struct ProbeFinding
 	Oid			heapoid;
 } ProbeFinding;
 
+/*
+ * The key as summaries and filters see it, mapped once per row.  Every leaf
+ * of a tree, and the entry of its group's filter, has the same key type,
+ * so any of their summaries maps it.
+ */
+typedef struct ProbeKey
+{
+	bool		summarized;		/* one non-NULL column of a summarized type */
+	uint64		key;			/* gunique_summary_key() */
+	uint64		hash;			/* gunique_filter_hash() */
+} ProbeKey;
+
 static bool
 key_has_distinct_null(ProbeGroup *pg, bool *isnull)
 {
@@ -101,6 +113,29 @@ key_hash(ProbeGroup *pg, Datum *values, bool *isnull)
 		hash = (hash << 1 | hash >> 31) ^ h;
 	}
 	return hash;
+}
+
+/* A summary that maps the group's keys, or NULL if none is kept. */
+static GuniqueSummary *
+probe_key_mapper(ProbeGroup *pg)
+{
+	if (pg->own_summary != NULL)
+		return pg->own_summary;
+	if (pg->any_summary != NULL)
+		return pg->any_summary;
+	return pg->group_summary;
+}
+
+static void
+probe_key_map(ProbeKey *pk, GuniqueSummary *summary, int nkeys,
+			  Datum *values, bool *isnull)
+{
+	pk->summarized = summary != NULL && nkeys == 1 && !isnull[0];
+	pk->key = pk->hash = 0;
+	if (!pk->summarized)
+		return;
+	pk->key = gunique_summary_key(summary, values[0]);
+	pk->hash = gunique_filter_hash(summary, values[0]);
 }
 
 /*
@@ -270,17 +305,16 @@ probe_leaf(ProbeScan *ps, int nkeys, Datum *values, bool *isnull,
  * to be worth one.
  */
 static inline bool
-probe_leaf_needed(ProbeGroup *pg, int i, uint64 key, uint64 hash,
-				  uint64 *counts)
+probe_leaf_needed(ProbeGroup *pg, int i, ProbeKey *pk, uint64 *counts)
 {
 	GuniqueSummary *summary = pg->summaries[i];
 
-	if (gunique_summary_excludes(summary, key))
+	if (gunique_summary_excludes(summary, pk->key))
 	{
 		counts[GUNIQUE_STAT_LEAVES_SKIPPED]++;
 		return false;
 	}
-	if (gunique_filter_excludes(summary, hash))
+	if (gunique_filter_excludes(summary, pk->hash))
 	{
 		counts[GUNIQUE_STAT_LEAVES_FILTERED]++;
 		return false;
@@ -298,13 +332,13 @@ probe_leaf_needed(ProbeGroup *pg, int i, uint64 key, uint64 hash,
  * group's filter worth building.
  */
 static bool
-probe_group_needed(ProbeGroup *pg, uint64 hash, uint64 *counts)
+probe_group_needed(ProbeGroup *pg, ProbeKey *pk, uint64 *counts)
 {
 	GuniqueSummary *summary = pg->group_summary;
 
 	if (summary == NULL || !pg->use_group_filter)
 		return true;
-	if (gunique_filter_excludes(summary, hash))
+	if (gunique_filter_excludes(summary, pk->hash))
 	{
 		counts[GUNIQUE_STAT_LEAVES_FILTERED] += pg->ntargets;
 		return false;
@@ -329,32 +363,21 @@ probe_group_needed(ProbeGroup *pg, uint64 hash, uint64 *counts)
  * scan is not ready, in *unready.
  */
 static Oid
-probe_group(ProbeGroup *pg, ProbeFinding *finding, Datum *values,
-			bool *isnull, uint64 *counts, ProbeScan **unready)
+probe_group(ProbeGroup *pg, ProbeKey *pk, ProbeFinding *finding,
+			Datum *values, bool *isnull, uint64 *counts, ProbeScan **unready)
 {
 	Oid			conflict = InvalidOid;
-	bool		summarized = pg->nkeys == 1 && !isnull[0] &&
-		pg->any_summary != NULL;
-	uint64		key = 0;
-	uint64		hash = 0;
 	ProbeScanContext cxt;
-
-	/* Every leaf of a tree has the same key type: map the key once. */
-	if (summarized)
-	{
-		key = gunique_summary_key(pg->any_summary, values[0]);
-		hash = gunique_filter_hash(pg->any_summary, values[0]);
-	}
 
 	memset(finding, 0, sizeof(ProbeFinding));
 	counts[GUNIQUE_STAT_PROBES]++;
-	if (summarized && !probe_group_needed(pg, hash, counts))
+	if (pk->summarized && !probe_group_needed(pg, pk, counts))
 		return InvalidOid;
 	gunique_probescan_enter(&cxt);
 	for (int i = 0; i < pg->ntargets && !OidIsValid(conflict); i++)
 	{
-		if (summarized && pg->summaries[i] != NULL &&
-			!probe_leaf_needed(pg, i, key, hash, counts))
+		if (pk->summarized && pg->summaries[i] != NULL &&
+			!probe_leaf_needed(pg, i, pk, counts))
 			continue;
 		if (!pg->targets[i]->ready)
 		{
@@ -388,22 +411,23 @@ probe_wait(ProbeFinding *finding)
 /*
  * Let the index's summary and filter, and its group's filter, cover the key
  * before nbtree inserts it.  True if the index has outgrown its filter;
- * *group_full if the group has outgrown its own.
+ * *group_full if the group has outgrown its own.  The group's filter gets
+ * the key even if the index has no summary (the table of summaries was
+ * full): probes from the other leaves rely on it.
  */
 static bool
 cover_own_key(GuniqueSummary *summary, GuniqueSummary *group_summary,
-			  Datum *values, bool *isnull, int nkeys, bool *group_full)
+			  ProbeKey *pk, Datum *values, bool *group_full)
 {
-	uint64		hash;
-
 	*group_full = false;
-	if (summary == NULL || nkeys != 1 || isnull[0])
+	if (!pk->summarized)
+		return false;
+	if (group_summary != NULL)
+		*group_full = gunique_filter_add(group_summary, pk->hash);
+	if (summary == NULL)
 		return false;
 	gunique_summary_widen(summary, values[0]);
-	hash = gunique_filter_hash(summary, values[0]);
-	if (group_summary != NULL)
-		*group_full = gunique_filter_add(group_summary, hash);
-	return gunique_filter_add(summary, hash);
+	return gunique_filter_add(summary, pk->hash);
 }
 
 /*
@@ -470,12 +494,13 @@ insert_unprobed(Relation index, GuniqueSummary *summary, Datum *values,
 				IndexInfo *indexInfo, uint64 *counts)
 {
 	bool		group_full;
+	ProbeKey	pk;
 
 	counts[GUNIQUE_STAT_UNPROBED] = 1;
 	gunique_stats_add(index, counts);
-	(void) cover_own_key(summary, NULL, values, isnull,
-						 IndexRelationGetNumberOfKeyAttributes(index),
-						 &group_full);
+	probe_key_map(&pk, summary, IndexRelationGetNumberOfKeyAttributes(index),
+				  values, isnull);
+	(void) cover_own_key(summary, NULL, &pk, values, &group_full);
 	return gunique_btinsert(index, values, isnull, heap_tid, heap,
 							checkUnique, indexUnchanged, indexInfo);
 }
@@ -494,6 +519,7 @@ gunique_probe_insert(Relation index, Datum *values, bool *isnull,
 	bool		group_full;
 	uint64		counts[GUNIQUE_NSTATS] = {0};
 	uint64		saved[GUNIQUE_NSTATS];
+	ProbeKey	pk;
 
 	counts[GUNIQUE_STAT_INSERTS] = 1;
 
@@ -525,13 +551,15 @@ gunique_probe_insert(Relation index, Datum *values, bool *isnull,
 			return insert_unprobed(index, pg->own_summary, values, isnull,
 								   heap_tid, heap, checkUnique,
 								   indexUnchanged, indexInfo, counts);
+		probe_key_map(&pk, probe_key_mapper(pg), pg->nkeys, values, isnull);
 		keylock = gunique_keylock_for(pg->topindex,
 									  key_hash(pg, values, isnull));
 
 		LWLockAcquire(keylock, LW_EXCLUSIVE);
 		memcpy(saved, counts, sizeof(saved));
 		unready = NULL;
-		conflict = probe_group(pg, &finding, values, isnull, counts, &unready);
+		conflict = probe_group(pg, &pk, &finding, values, isnull, counts,
+							   &unready);
 		if (unready != NULL)
 		{
 			/* make the scan ready without the key lock, then look again */
@@ -562,8 +590,8 @@ gunique_probe_insert(Relation index, Datum *values, bool *isnull,
 	 * that a key refused or waited for does not widen them), insert, and let
 	 * others see it.  An error releases the key lock with all other LWLocks.
 	 */
-	own_full = cover_own_key(pg->own_summary, pg->group_summary, values,
-							 isnull, pg->nkeys, &group_full);
+	own_full = cover_own_key(pg->own_summary, pg->group_summary, &pk, values,
+							 &group_full);
 	result = gunique_btinsert(index, values, isnull, heap_tid, heap,
 							  checkUnique, indexUnchanged, indexInfo);
 	LWLockRelease(keylock);

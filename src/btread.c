@@ -93,10 +93,29 @@ gunique_bt_end_key(Relation heap, Relation index, ScanDirection dir,
 }
 
 /*
+ * Read-lock a page of the leaf level, read through "strategy" (or shared
+ * buffers' default, if NULL).  A merge or a filter build reads a whole
+ * leaf level once: a ring of buffers (BAS_BULKREAD) keeps it from pushing
+ * the working set out of shared buffers, as a sequential scan does, and
+ * reuses buffers already in the CPU's and the kernel's caches.
+ */
+Buffer
+gunique_bt_read_page(Relation index, BlockNumber blkno,
+					 BufferAccessStrategy strategy)
+{
+	Buffer		buf = ReadBufferExtended(index, MAIN_FORKNUM, blkno,
+										 RBM_NORMAL, strategy);
+
+	LockBuffer(buf, BT_READ);
+	_bt_checkpage(index, buf);
+	return buf;
+}
+
+/*
  * Copy leaf page "buf" (read-locked) into "page", BLCKSZ bytes, and release
- * it; deleted and half-dead pages are passed over to the right.  *next is
- * the copy's right sibling, or InvalidBlockNumber.  False when no page is
- * left.
+ * it; deleted and half-dead pages are passed over to the right, read
+ * through "strategy".  *next is the copy's right sibling, or
+ * InvalidBlockNumber.  False when no page is left.
  *
  * Reading a copy with no buffer held, then its right sibling, sees every
  * entry that was in the leaf level before the first copy was taken: a page
@@ -104,7 +123,7 @@ gunique_bt_end_key(Relation heap, Relation index, ScanDirection dir,
  */
 bool
 gunique_bt_copy_leaf(Relation index, Buffer buf, char *page,
-					 BlockNumber *next)
+					 BlockNumber *next, BufferAccessStrategy strategy)
 {
 	for (;;)
 	{
@@ -118,6 +137,6 @@ gunique_bt_copy_leaf(Relation index, Buffer buf, char *page,
 			return true;
 		if (!BlockNumberIsValid(*next))
 			return false;
-		buf = _bt_getbuf(index, *next, BT_READ);
+		buf = gunique_bt_read_page(index, *next, strategy);
 	}
 }

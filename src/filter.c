@@ -550,10 +550,12 @@ filter_fill_leaf(GuniqueFilterFill *fill, Relation index)
 {
 	TupleDesc	desc = RelationGetDescr(index);
 	char	   *page = palloc(BLCKSZ);
+	BufferAccessStrategy strategy = GetAccessStrategy(BAS_BULKREAD);
 	Buffer		buf = gunique_bt_get_endpoint(index, 0, false);
 	BlockNumber next = InvalidBlockNumber;
 
-	while (BufferIsValid(buf) && gunique_bt_copy_leaf(index, buf, page, &next))
+	while (BufferIsValid(buf) &&
+		   gunique_bt_copy_leaf(index, buf, page, &next, strategy))
 	{
 		BTPageOpaque opaque = BTPageGetOpaque((Page) page);
 		OffsetNumber maxoff = PageGetMaxOffsetNumber((Page) page);
@@ -573,8 +575,9 @@ filter_fill_leaf(GuniqueFilterFill *fill, Relation index)
 		}
 		CHECK_FOR_INTERRUPTS();
 		buf = BlockNumberIsValid(next) ?
-			_bt_getbuf(index, next, BT_READ) : InvalidBuffer;
+			gunique_bt_read_page(index, next, strategy) : InvalidBuffer;
 	}
+	FreeAccessStrategy(strategy);
 	pfree(page);
 }
 

@@ -131,15 +131,61 @@ gunique_check_build(Relation index, IndexInfo *indexInfo)
 		gunique_report_not_preloaded("build a partition of a gunique index");
 }
 
+/*
+ * The index's nbtree options with deduplication off.  nbtree deduplicates
+ * equal keys while building a non-unique index, at the price of comparing
+ * every entry with the one before it.  A gunique tree is built non-unique
+ * only to get past PostgreSQL's partition key check (ddl.c); its keys are
+ * meant to be unique, and merge.c reports any that are not whether or not
+ * they were merged into one entry, so the comparisons would buy nothing.
+ * nbtree builds unique indexes the same way.
+ */
+static bytea *
+build_options(Relation index)
+{
+	BTOptions  *options = palloc0(sizeof(BTOptions));
+
+	if (index->rd_options != NULL)
+		memcpy(options, index->rd_options, sizeof(BTOptions));
+	else
+	{
+		SET_VARSIZE(options, sizeof(BTOptions));
+		options->fillfactor = BTREE_DEFAULT_FILLFACTOR;
+		options->vacuum_cleanup_index_scale_factor = -1;
+	}
+	options->deduplicate_items = false;
+	return (bytea *) options;
+}
+
+static IndexBuildResult *
+build_as_btree(Relation heap, Relation index, IndexInfo *indexInfo)
+{
+	IndexBuildResult *volatile result = NULL;
+
+	GUNIQUE_AS_BTREE(index, result = btbuild(heap, index, indexInfo));
+	return result;
+}
+
 static IndexBuildResult *
 gunique_build(Relation heap, Relation index, IndexInfo *indexInfo)
 {
 	IndexBuildResult *volatile result = NULL;
+	bytea	   *saved_options = index->rd_options;
 
 	gunique_check_build(index, indexInfo);
 	gunique_summary_reset(index);
 
-	GUNIQUE_AS_BTREE(index, result = btbuild(heap, index, indexInfo));
+	/* the options are restored, like relam, before anything else reads them */
+	index->rd_options = build_options(index);
+	PG_TRY();
+	{
+		result = build_as_btree(heap, index, indexInfo);
+	}
+	PG_FINALLY();
+	{
+		index->rd_options = saved_options;
+	}
+	PG_END_TRY();
 	return result;
 }
 

@@ -63,6 +63,7 @@ typedef struct MergeCursor
 	bool		skip;			/* holds nothing the merge needs */
 
 	/* The page being read. */
+	BufferAccessStrategy strategy;	/* the merge's ring of buffers */
 	char	   *page;			/* a copy, BLCKSZ bytes */
 	BlockNumber next;			/* right sibling, or InvalidBlockNumber */
 	OffsetNumber off;			/* next item */
@@ -209,7 +210,7 @@ static bool
 merge_cursor_load(MergeCursor *cursor, Buffer buf)
 {
 	if (!gunique_bt_copy_leaf(cursor->index, buf, cursor->page,
-							  &cursor->next))
+							  &cursor->next, cursor->strategy))
 		return false;
 	cursor->off = P_FIRSTDATAKEY(BTPageGetOpaque((Page) cursor->page));
 	cursor->maxoff = PageGetMaxOffsetNumber((Page) cursor->page);
@@ -230,8 +231,10 @@ merge_cursor_next_tuple(MergeCursor *cursor)
 		if (cursor->off > cursor->maxoff)
 		{
 			if (!BlockNumberIsValid(cursor->next) ||
-				!merge_cursor_load(cursor, _bt_getbuf(cursor->index,
-													  cursor->next, BT_READ)))
+				!merge_cursor_load(cursor,
+								   gunique_bt_read_page(cursor->index,
+														cursor->next,
+														cursor->strategy)))
 				return NULL;
 			continue;
 		}
@@ -335,8 +338,10 @@ merge_cursor_start_at(MergeState *state, MergeCursor *cursor)
 }
 
 static void
-merge_cursor_open(MergeCursor *cursor, GuniqueLeaf *leaf, LOCKMODE lockmode)
+merge_cursor_open(MergeCursor *cursor, GuniqueLeaf *leaf, LOCKMODE lockmode,
+				  BufferAccessStrategy strategy)
 {
+	cursor->strategy = strategy;
 	cursor->heap = table_open(leaf->heapoid, lockmode);
 	cursor->index = index_open(leaf->indexoid, AccessShareLock);
 	cursor->fetch = table_index_fetch_begin(cursor->heap);
@@ -783,6 +788,7 @@ gunique_merge_tree(Oid topindexoid, LOCKMODE lockmode, Snapshot snapshot,
 	Relation	topindex = index_open(topindexoid, AccessShareLock);
 	List	   *leaves = gunique_tree_leaves(topindexoid);
 	MergeState *state = palloc0(sizeof(MergeState));
+	BufferAccessStrategy strategy = GetAccessStrategy(BAS_BULKREAD);
 	ListCell   *lc;
 	int64		nduplicates;
 
@@ -795,7 +801,7 @@ gunique_merge_tree(Oid topindexoid, LOCKMODE lockmode, Snapshot snapshot,
 
 	foreach(lc, leaves)
 		merge_cursor_open(&state->cursors[foreach_current_index(lc)],
-						  lfirst(lc), lockmode);
+						  lfirst(lc), lockmode, strategy);
 	if (OidIsValid(attached) && !state->nulls_not_distinct)
 		merge_restrict_to_attached(state, leaves, attached);
 	if (!fill_filters)
@@ -825,6 +831,7 @@ gunique_merge_tree(Oid topindexoid, LOCKMODE lockmode, Snapshot snapshot,
 	nduplicates = state->nduplicates;
 	pfree(state->cursors);
 	pfree(state);
+	FreeAccessStrategy(strategy);
 	return nduplicates;
 }
 

@@ -78,4 +78,14 @@
 	_bt_get_endpoint((rel), (level), (rightmost), NULL)
 #endif
 
+/*
+ * A hint to the CPU that a cache line will be read soon.  PostgreSQL has no
+ * portable spelling of it; without a compiler that knows one, a no-op.
+ */
+#if defined(__GNUC__) || defined(__clang__)
+#define gunique_prefetch(addr) __builtin_prefetch(addr)
+#else
+#define gunique_prefetch(addr) ((void) (addr))
+#endif
+
 #endif							/* GUNIQUE_COMPAT_H */

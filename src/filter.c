@@ -67,7 +67,9 @@
 #include "filter.h"
 #include "keylock.h"
 
-#define FILTER_BLOCK_WORDS	8	/* a 64-byte block holds all a key's bits */
+#define FILTER_BLOCK_WORDS	GUNIQUE_FILTER_BLOCK_WORDS	/* a 64-byte block
+														 * holds all a key's
+														 * bits */
 #define FILTER_BITS_PER_KEY 12
 #define FILTER_HASHES		6	/* bits per key, 9 bits of hash each */
 #define FILTER_MIN_CLASS	10	/* 1 kB of bits: 682 keys */
@@ -215,17 +217,24 @@ gunique_filter_hash(GuniqueSummary *summary, Datum value)
 	return filter_mix(gunique_summary_key(summary, value));
 }
 
-static bool
-filter_holds(uint64 ref, uint64 hash)
+static inline bool
+filter_holds_masks(uint64 ref, uint64 hash, const uint64 *masks)
 {
 	pg_atomic_uint64 *block = filter_block(ref, hash);
-	uint64		masks[FILTER_BLOCK_WORDS];
 
-	filter_masks(hash, masks);
 	for (int i = 0; i < FILTER_BLOCK_WORDS; i++)
 		if ((pg_atomic_read_u64(&block[i]) & masks[i]) != masks[i])
 			return false;
 	return true;
+}
+
+static bool
+filter_holds(uint64 ref, uint64 hash)
+{
+	uint64		masks[FILTER_BLOCK_WORDS];
+
+	filter_masks(hash, masks);
+	return filter_holds_masks(ref, hash, masks);
 }
 
 /*
@@ -276,6 +285,51 @@ gunique_filter_excludes(GuniqueSummary *summary, uint64 hash)
 	pg_read_barrier();
 	return !filter_holds(ref, hash);
 }
+
+/*
+ * The leaf's filter as it is now (0 if none), for a probe that keeps it
+ * while its group's count of changes stays the same: a filter is replaced
+ * only after that count is bumped, and freed only after a key lock
+ * barrier, so a reference read under one key lock serves under the next
+ * as long as the count has not moved (probe.c).
+ */
+uint64
+gunique_filter_ref(GuniqueSummary *summary)
+{
+	uint64		ref = pg_atomic_read_u64(&summary->filter);
+
+	pg_read_barrier();
+	return ref;
+}
+
+void
+gunique_filter_key(GuniqueFilterKey *fkey, uint64 hash)
+{
+	fkey->hash = hash;
+	filter_masks(hash, fkey->masks);
+}
+
+/* Is the key surely not in filter "ref" (from gunique_filter_ref)? */
+bool
+gunique_filter_ref_excludes(uint64 ref, GuniqueFilterKey *fkey)
+{
+	return ref != 0 && gunique_key_filters &&
+		!filter_holds_masks(ref, fkey->hash, fkey->masks);
+}
+
+/*
+ * Start loading the key's block of filter "ref" into the CPU's cache, a
+ * few leaves before it is checked, so that the checks of many leaves wait
+ * for memory together rather than one after another.
+ */
+void
+gunique_filter_ref_prefetch(uint64 ref, GuniqueFilterKey *fkey)
+{
+	if (ref != 0)
+		gunique_prefetch(filter_block(ref, fkey->hash));
+}
+
+
 
 /* Could a filter be built for the leaf, and is none there or on its way? */
 bool
@@ -503,6 +557,9 @@ gunique_filter_fill_publish(GuniqueFilterFill *fill)
 	pg_atomic_fetch_add_u64(&filter_at(fill->ref)->h.nkeys, fill->nkeys);
 	if (fill->extending)
 		return;
+	/* probes that keep the old reference must see the change first */
+	if (fill->group != NULL)
+		pg_atomic_fetch_add_u64(&fill->group->changes, 1);
 	/* publish before clearing "next": see gunique_filter_add */
 	pg_write_barrier();
 	pg_atomic_write_u64(&summary->filter, fill->next);
@@ -586,10 +643,12 @@ filter_fill_leaf(GuniqueFilterFill *fill, Relation index)
  * leaves, from all of theirs.  The caller holds locks on the leaves that
  * keep their btrees from being rebuilt, and no key lock.  Does nothing if
  * another backend is building one or the arena has no room; returns
- * whether it built one.
+ * whether it built one.  A leaf's "group" (its group's entry, if the leaf
+ * has one) counts the change.
  */
 bool
-gunique_filter_build(GuniqueSummary *summary, Relation *indexes, int n)
+gunique_filter_build(GuniqueSummary *summary, Relation *indexes, int n,
+					 GuniqueSummary *group)
 {
 	GuniqueFilterFill fill;
 	uint64		estimate = 0;
@@ -598,6 +657,7 @@ gunique_filter_build(GuniqueSummary *summary, Relation *indexes, int n)
 		estimate += gunique_filter_keys_estimate(indexes[i]);
 	if (!gunique_filter_fill_begin(&fill, summary, estimate, false))
 		return false;
+	fill.group = group;
 	PG_TRY();
 	{
 		gunique_keylock_barrier();

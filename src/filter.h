@@ -23,7 +23,21 @@ typedef struct GuniqueFilterFill
 	uint64		nkeys;			/* keys read */
 	bool		exclusive;		/* nobody else reads or writes the leaf */
 	bool		extending;		/* adding to the filter there is */
+	GuniqueSummary *group;		/* the leaf's group's entry, whose count of
+								 * changes to bump on publishing, or NULL */
 } GuniqueFilterFill;
+
+/*
+ * A key's hash and the bits it sets in a filter's block, worked out once
+ * for a probe that checks the key against many filters.
+ */
+#define GUNIQUE_FILTER_BLOCK_WORDS 8	/* 64 bytes */
+
+typedef struct GuniqueFilterKey
+{
+	uint64		hash;
+	uint64		masks[GUNIQUE_FILTER_BLOCK_WORDS];
+} GuniqueFilterKey;
 
 /*
  * A group's filter pays only when a probe would otherwise check many
@@ -35,11 +49,16 @@ typedef struct GuniqueFilterFill
 extern int	gunique_filter_memory;
 extern bool gunique_key_filters;
 
+
 extern void gunique_filter_shmem_request(void);
 extern void gunique_filter_shmem_startup(void);
 
 extern uint64 gunique_filter_hash(GuniqueSummary *summary, Datum value);
 extern bool gunique_filter_excludes(GuniqueSummary *summary, uint64 hash);
+extern uint64 gunique_filter_ref(GuniqueSummary *summary);
+extern void gunique_filter_key(GuniqueFilterKey *fkey, uint64 hash);
+extern bool gunique_filter_ref_excludes(uint64 ref, GuniqueFilterKey *fkey);
+extern void gunique_filter_ref_prefetch(uint64 ref, GuniqueFilterKey *fkey);
 extern bool gunique_filter_missing(GuniqueSummary *summary);
 extern bool gunique_filter_wanted(GuniqueSummary *summary, Relation index,
 								  uint32 *threshold);
@@ -49,7 +68,7 @@ extern bool gunique_filter_group_wanted(GuniqueSummary *summary, uint32 n,
 extern bool gunique_filter_add(GuniqueSummary *summary, uint64 hash);
 extern uint64 gunique_filter_keys_estimate(Relation index);
 extern bool gunique_filter_build(GuniqueSummary *summary, Relation *indexes,
-								 int n);
+								 int n, GuniqueSummary *group);
 extern bool gunique_filter_fill_begin(GuniqueFilterFill *fill,
 									  GuniqueSummary *summary,
 									  uint64 estimate, bool exclusive);

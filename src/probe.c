@@ -326,6 +326,76 @@ probe_leaf_needed(ProbeGroup *pg, int i, ProbeKey *pk, uint64 *counts)
 }
 
 /*
+ * Could leaf i hold the key, as far as the copies of its range and filter
+ * tell?  As probe_leaf_needed, which reads them from shared memory.
+ */
+static inline bool
+probe_view_needed(ProbeGroup *pg, int i, ProbeLeafView *view, ProbeKey *pk,
+				  GuniqueFilterKey *fkey, uint64 *counts)
+{
+	if (pk->key < view->min || pk->key > view->max)
+	{
+		counts[GUNIQUE_STAT_LEAVES_SKIPPED]++;
+		return false;
+	}
+	if (gunique_filter_ref_excludes(view->filter, fkey))
+	{
+		counts[GUNIQUE_STAT_LEAVES_FILTERED]++;
+		return false;
+	}
+	if (pg->summaries[i] != NULL &&
+		gunique_filter_wanted(pg->summaries[i], pg->targets[i]->index,
+							  &pg->targets[i]->filter_after))
+		pg->filters_wanted = true;
+	return true;
+}
+
+/* Leaves ahead of the one checked whose filters a probe starts loading. */
+#define PROBE_AHEAD 4
+
+static inline void
+probe_view_prefetch(ProbeLeafView *view, ProbeKey *pk, GuniqueFilterKey *fkey)
+{
+	if (pk->key >= view->min && pk->key <= view->max)
+		gunique_filter_ref_prefetch(view->filter, fkey);
+}
+
+/*
+ * Under the key lock: the copies of the group's leaves' ranges and
+ * filters, read again if the group's count of changes moved since.  They
+ * serve the key because whoever inserted it into a leaf widened that
+ * leaf's range and bumped the count under this key lock, before releasing
+ * it; and a leaf's filter is replaced only after a bump, and freed only
+ * once every key lock has been released since (filter.c).  A leaf without
+ * a summary is searched.
+ */
+static ProbeLeafView *
+probe_views(ProbeGroup *pg)
+{
+	ProbeViews *views = pg->views;
+	uint64		changes = pg_atomic_read_u64(&pg->group_summary->changes);
+
+	pg_read_barrier();
+	if (views->valid && views->changes == changes)
+		return views->leaves;
+	for (int i = 0; i < pg->ntargets; i++)
+	{
+		ProbeLeafView *view = &views->leaves[i];
+
+		view->min = 0;
+		view->max = PG_UINT64_MAX;
+		view->filter = 0;
+		if (pg->summaries[i] == NULL)
+			continue;
+		gunique_summary_range(pg->summaries[i], &view->min, &view->max);
+		view->filter = gunique_filter_ref(pg->summaries[i]);
+	}
+	views->changes = changes;
+	views->valid = true;
+	return views->leaves;
+}
+
+/*
  * Could any leaf of the group hold the key, as far as the group's filter
  * tells?  One cache line rules out every leaf for most new keys.  Notes in
  * the group when probes have checked enough leaves one by one to make the
@@ -367,16 +437,29 @@ probe_group(ProbeGroup *pg, ProbeKey *pk, ProbeFinding *finding,
 			Datum *values, bool *isnull, uint64 *counts, ProbeScan **unready)
 {
 	Oid			conflict = InvalidOid;
+	ProbeLeafView *views = NULL;
+	GuniqueFilterKey fkey;
 	ProbeScanContext cxt;
 
 	memset(finding, 0, sizeof(ProbeFinding));
 	counts[GUNIQUE_STAT_PROBES]++;
 	if (pk->summarized && !probe_group_needed(pg, pk, counts))
 		return InvalidOid;
+	if (pk->summarized && pg->views != NULL)
+	{
+		views = probe_views(pg);
+		gunique_filter_key(&fkey, pk->hash);
+		for (int i = 0; i < PROBE_AHEAD && i < pg->ntargets; i++)
+			probe_view_prefetch(&views[i], pk, &fkey);
+	}
 	gunique_probescan_enter(&cxt);
 	for (int i = 0; i < pg->ntargets && !OidIsValid(conflict); i++)
 	{
-		if (pk->summarized && pg->summaries[i] != NULL &&
+		if (views != NULL && i + PROBE_AHEAD < pg->ntargets)
+			probe_view_prefetch(&views[i + PROBE_AHEAD], pk, &fkey);
+		if (views != NULL ?
+			!probe_view_needed(pg, i, &views[i], pk, &fkey, counts) :
+			pk->summarized && pg->summaries[i] != NULL &&
 			!probe_leaf_needed(pg, i, pk, counts))
 			continue;
 		if (!pg->targets[i]->ready)
@@ -426,7 +509,9 @@ cover_own_key(GuniqueSummary *summary, GuniqueSummary *group_summary,
 		*group_full = gunique_filter_add(group_summary, pk->hash);
 	if (summary == NULL)
 		return false;
-	gunique_summary_widen(summary, values[0]);
+	/* probes keep copies of the range while the group's count stays put */
+	if (gunique_summary_widen(summary, values[0]) && group_summary != NULL)
+		pg_atomic_fetch_add_u64(&group_summary->changes, 1);
 	return gunique_filter_add(summary, pk->hash);
 }
 
@@ -447,7 +532,7 @@ build_group_filter(ProbeGroup *pg)
 		indexes[i] = pg->targets[i]->index;
 		rebuilt |= gunique_summary_built_here(pg->targets[i]->indexoid);
 	}
-	if (gunique_filter_build(pg->group_summary, indexes, pg->ntargets) &&
+	if (gunique_filter_build(pg->group_summary, indexes, pg->ntargets, NULL) &&
 		rebuilt)
 		gunique_summary_forget_at_abort(pg->group);
 	pfree(indexes);
@@ -471,10 +556,11 @@ build_filters(ProbeGroup *pg, Relation index, bool own_full, bool group_full)
 				gunique_filter_due(pg->summaries[i],
 								   pg->targets[i]->filter_after))
 				gunique_filter_build(pg->summaries[i],
-									 &pg->targets[i]->index, 1);
+									 &pg->targets[i]->index, 1,
+									 pg->group_summary);
 	}
 	if (own_full)
-		gunique_filter_build(pg->own_summary, indexes, 1);
+		gunique_filter_build(pg->own_summary, indexes, 1, pg->group_summary);
 	/* a group's filter is built from all its leaves, own leaf included */
 	if ((pg->group_filter_wanted || group_full) && pg->self >= 0 &&
 		pg->use_group_filter)

@@ -299,6 +299,7 @@ group_share(ProbeGroup *pg, Oid indexoid, uint64 generation)
 	pg->any_summary = from->any_summary;
 	pg->group_summary = from->group_summary;
 	pg->use_group_filter = from->use_group_filter;
+	pg->views = from->views;
 	pg->self = -1;
 	for (int i = 0; i < pg->ntargets; i++)
 		if (pg->targets[i]->indexoid == indexoid)
@@ -365,6 +366,7 @@ group_build(Relation index, bool skip_self)
 		pg->group = group;
 		pg->group_summary = NULL;
 		pg->use_group_filter = false;
+		pg->views = NULL;
 		pg->group_keys = 0;
 		pg->group_filter_wanted = false;
 		group_set_key(pg, scope);
@@ -373,11 +375,18 @@ group_build(Relation index, bool skip_self)
 			pg->self = self;
 			pg->ntargets = 0;
 			pg->any_summary = NULL;
+			pg->views = NULL;
 			group_open(pg, leaves, nleaves);
 			/* kept up to date always, used only by groups of many leaves */
 			pg->group_summary = group_summary(group);
 			pg->use_group_filter =
 				nleaves >= GUNIQUE_GROUP_FILTER_MIN_LEAVES;
+			if (pg->use_group_filter && pg->group_summary != NULL)
+			{
+				pg->views = palloc0(sizeof(ProbeViews));
+				pg->views->leaves =
+					palloc(sizeof(ProbeLeafView) * pg->ntargets);
+			}
 			if (!skip_self)
 				group_own(pg);
 		}

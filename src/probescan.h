@@ -40,6 +40,28 @@ typedef struct ProbeScan
 								 * tuple's xmin/xmax here */
 } ProbeScan;
 
+/* A leaf's range and filter as a probe last read them (probe.c). */
+typedef struct ProbeLeafView
+{
+	uint64		min;
+	uint64		max;
+	uint64		filter;			/* a reference, or 0 */
+} ProbeLeafView;
+
+/*
+ * Copies of the ranges and filters of a group's leaves, side by side, valid
+ * while the group's count of changes is "changes".  A probe past the
+ * group's filter checks every leaf: with hundreds of them, one array read
+ * in order costs much less than hundreds of summaries spread over shared
+ * memory.
+ */
+typedef struct ProbeViews
+{
+	bool		valid;
+	uint64		changes;
+	ProbeLeafView *leaves;		/* one per target */
+} ProbeViews;
+
 /*
  * What a statement's probes from one leaf index need: the open scans of the
  * leaves of its group and the key's description, made on its first row.
@@ -67,6 +89,7 @@ typedef struct ProbeGroup
 	uint64		group_keys;		/* keys the group seems to hold; 0 until
 								 * needed */
 	bool		group_filter_wanted;	/* worth building now */
+	ProbeViews *views;			/* with the group's filter in use, else NULL */
 
 	/* The key, as in GuniqueScope. */
 	int			nkeys;

@@ -318,6 +318,7 @@ summary_lookup(Relation index, Oid typid)
 		pg_atomic_init_u32(&summary->state, SUMMARY_INVALID);
 		pg_atomic_init_u64(&summary->min, PG_UINT64_MAX);
 		pg_atomic_init_u64(&summary->max, 0);
+		pg_atomic_init_u64(&summary->changes, 0);
 		gunique_filter_init(summary);
 		summary->typid = typid;
 	}
@@ -367,25 +368,41 @@ gunique_summary_for(Relation index)
 	return memo->summary;
 }
 
-static void
+/* Widen the summary to cover the key; true if it did not already. */
+static bool
 summary_widen_key(GuniqueSummary *summary, uint64 key)
 {
 	uint64		cur = pg_atomic_read_u64(&summary->min);
+	bool		widened = false;
 
-	while (key < cur &&
-		   !pg_atomic_compare_exchange_u64(&summary->min, &cur, key))
-		;
+	while (key < cur)
+	{
+		if (pg_atomic_compare_exchange_u64(&summary->min, &cur, key))
+		{
+			widened = true;
+			break;
+		}
+	}
 	cur = pg_atomic_read_u64(&summary->max);
-	while (key > cur &&
-		   !pg_atomic_compare_exchange_u64(&summary->max, &cur, key))
-		;
+	while (key > cur)
+	{
+		if (pg_atomic_compare_exchange_u64(&summary->max, &cur, key))
+		{
+			widened = true;
+			break;
+		}
+	}
+	return widened;
 }
 
-/* Let the summary cover a key; called before the key enters the btree. */
-void
+/*
+ * Let the summary cover a key; called before the key enters the btree.
+ * True if the summary was widened.
+ */
+bool
 gunique_summary_widen(GuniqueSummary *summary, Datum value)
 {
-	summary_widen_key(summary, summary_map(summary->typid, value));
+	return summary_widen_key(summary, summary_map(summary->typid, value));
 }
 
 /* The key as summaries of its type compare it. */

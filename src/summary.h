@@ -37,6 +37,13 @@ typedef struct GuniqueSummary
 	pg_atomic_uint64 filter_next;	/* being built to replace it */
 	pg_atomic_uint32 filter_busy;	/* a backend is building one */
 	pg_atomic_uint32 filter_searches;	/* btree searches while it had none */
+
+	/*
+	 * In a group's entry: bumped before any leaf of the group widens its
+	 * range or gets a new filter, so that probes may keep copies of the
+	 * leaves' ranges and filters while it stays the same (probe.c).
+	 */
+	pg_atomic_uint64 changes;
 } GuniqueSummary;
 
 extern int	gunique_max_summaries;
@@ -46,7 +53,7 @@ extern void gunique_summary_shmem_startup(void);
 extern void gunique_summary_init(void);
 
 extern GuniqueSummary *gunique_summary_for(Relation index);
-extern void gunique_summary_widen(GuniqueSummary *summary, Datum value);
+extern bool gunique_summary_widen(GuniqueSummary *summary, Datum value);
 extern uint64 gunique_summary_key(GuniqueSummary *summary, Datum value);
 extern bool gunique_summary_needs_compute(GuniqueSummary *summary);
 extern void gunique_summary_compute(GuniqueSummary *summary, Relation heap,
@@ -69,6 +76,19 @@ gunique_summary_excludes(GuniqueSummary *summary, uint64 key)
 	pg_read_barrier();
 	return key < pg_atomic_read_u64(&summary->min) ||
 		key > pg_atomic_read_u64(&summary->max);
+}
+
+/* The summary's range as it is now: all keys if it is not valid. */
+static inline void
+gunique_summary_range(GuniqueSummary *summary, uint64 *min, uint64 *max)
+{
+	*min = 0;
+	*max = PG_UINT64_MAX;
+	if (pg_atomic_read_u32(&summary->state) != SUMMARY_VALID)
+		return;
+	pg_read_barrier();
+	*min = pg_atomic_read_u64(&summary->min);
+	*max = pg_atomic_read_u64(&summary->max);
 }
 
 #endif							/* GUNIQUE_SUMMARY_H */

@@ -160,6 +160,28 @@ SELECT refused('n', 'SELECT format(''(%s, %s)'', 1500, b) AS v FROM n0 WHERE a %
 ALTER TABLE n DETACH PARTITION n2;
 SELECT refused('n2', 'SELECT format(''(%s, %s)'', 1000, b) AS v FROM n2 WHERE b > 100000');
 
+-- An index created on empty partitions gives them no filter: keys that
+-- follow the partitioning never need one.  Here e2 holds even keys only;
+-- odd keys inside its range, inserted into e1, must search e2's btree until
+-- those searches have made a filter worth building, and are ruled out by
+-- it after that.
+CREATE TABLE e (a int, b int) PARTITION BY RANGE (a);
+CREATE TABLE e1 PARTITION OF e FOR VALUES FROM (0) TO (100000);
+CREATE TABLE e2 PARTITION OF e FOR VALUES FROM (100000) TO (200000);
+CREATE UNIQUE INDEX e_b_key ON e USING gunique (b);
+INSERT INTO e SELECT g, g FROM generate_series(0, 199999, 2) g;
+SELECT gunique_probe_stats_reset();
+INSERT INTO e VALUES (1, 100001), (3, 100003), (5, 100005);
+SELECT sum(partitions_probed) AS searched, sum(partitions_filtered) AS filtered
+  FROM gunique_stat_probes WHERE partition = 'e1'::regclass;
+INSERT INTO e SELECT g - 100000, g FROM generate_series(100007, 150000, 2) g;
+SELECT gunique_probe_stats_reset();
+INSERT INTO e SELECT g - 100000, g FROM generate_series(150001, 160000, 2) g;
+SELECT sum(partitions_probed) < 500 AS few_searched,
+	   sum(partitions_filtered) > 4000 AS filtered
+  FROM gunique_stat_probes WHERE partition = 'e1'::regclass;
+SELECT refused('e', 'SELECT format(''(%s, %s)'', a - 100000, b) AS v FROM e2 WHERE a % 1001 = 0');
+
 -- uuid keys: the filter hashes all sixteen bytes, the range only eight.
 CREATE TABLE v (a int, u uuid) PARTITION BY LIST (a);
 CREATE TABLE v1 PARTITION OF v FOR VALUES IN (1);

@@ -683,10 +683,17 @@ merge_fill_begin(MergeState *state, Relation topindex)
 		uint64		keys = gunique_filter_keys_estimate(cursor->index);
 
 		estimate += keys;
-		/* before the merge starts, "skip" means left out by ATTACH's range */
+
+		/*
+		 * Before the merge starts, "skip" means left out by ATTACH's range.
+		 * An empty leaf (nbtree's metapage alone) gets no filter: its first
+		 * inserts would outgrow it, and if their keys follow the
+		 * partitioning no probe ever reads it.  Probes that do search the
+		 * leaf build one (probe.c).
+		 */
 		if (cursor->bounded || cursor->skip)
 			whole = false;
-		else
+		else if (RelationGetNumberOfBlocks(cursor->index) > 1)
 			(void) gunique_filter_fill_begin(&cursor->fill,
 											 gunique_summary_for(cursor->index),
 											 keys, true);

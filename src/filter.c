@@ -67,9 +67,7 @@
 #include "filter.h"
 #include "keylock.h"
 
-#define FILTER_BLOCK_WORDS	GUNIQUE_FILTER_BLOCK_WORDS	/* a 64-byte block
-														 * holds all a key's
-														 * bits */
+#define FILTER_BLOCK_WORDS	GUNIQUE_FILTER_BLOCK_WORDS	/* a key's bits */
 #define FILTER_BITS_PER_KEY 12
 #define FILTER_HASHES		6	/* bits per key, 9 bits of hash each */
 #define FILTER_MIN_CLASS	10	/* 1 kB of bits: 682 keys */
@@ -217,8 +215,8 @@ gunique_filter_hash(GuniqueSummary *summary, Datum value)
 	return filter_mix(gunique_summary_key(summary, value));
 }
 
-static inline bool
-filter_holds_masks(uint64 ref, uint64 hash, const uint64 *masks)
+static bool
+filter_holds(uint64 ref, uint64 hash, const uint64 *masks)
 {
 	pg_atomic_uint64 *block = filter_block(ref, hash);
 
@@ -226,15 +224,6 @@ filter_holds_masks(uint64 ref, uint64 hash, const uint64 *masks)
 		if ((pg_atomic_read_u64(&block[i]) & masks[i]) != masks[i])
 			return false;
 	return true;
-}
-
-static bool
-filter_holds(uint64 ref, uint64 hash)
-{
-	uint64		masks[FILTER_BLOCK_WORDS];
-
-	filter_masks(hash, masks);
-	return filter_holds_masks(ref, hash, masks);
 }
 
 /*
@@ -272,26 +261,11 @@ filter_set_alone(uint64 ref, uint64 hash)
 }
 
 /*
- * Is the key surely not in the leaf?  Called under the key lock; false if
- * the leaf has no filter.
- */
-bool
-gunique_filter_excludes(GuniqueSummary *summary, uint64 hash)
-{
-	uint64		ref = pg_atomic_read_u64(&summary->filter);
-
-	if (ref == 0 || !gunique_key_filters)
-		return false;
-	pg_read_barrier();
-	return !filter_holds(ref, hash);
-}
-
-/*
- * The leaf's filter as it is now (0 if none), for a probe that keeps it
- * while its group's count of changes stays the same: a filter is replaced
- * only after that count is bumped, and freed only after a key lock
- * barrier, so a reference read under one key lock serves under the next
- * as long as the count has not moved (probe.c).
+ * The leaf's filter as it is now (0 if none), read under a key lock.  A
+ * probe may keep it while its group's count of changes stays the same: a
+ * filter is replaced only after that count is bumped, and freed only after
+ * a key lock barrier, so a reference read under one key lock serves under
+ * the next as long as the count has not moved (probe.c).
  */
 uint64
 gunique_filter_ref(GuniqueSummary *summary)
@@ -306,15 +280,24 @@ void
 gunique_filter_key(GuniqueFilterKey *fkey, uint64 hash)
 {
 	fkey->hash = hash;
-	filter_masks(hash, fkey->masks);
+	fkey->masked = false;
 }
 
-/* Is the key surely not in filter "ref" (from gunique_filter_ref)? */
+/*
+ * Is the key surely not in filter "ref" (from gunique_filter_ref)?  Read
+ * under a key lock, or see gunique_filter_ref.  False without a filter.
+ */
 bool
 gunique_filter_ref_excludes(uint64 ref, GuniqueFilterKey *fkey)
 {
-	return ref != 0 && gunique_key_filters &&
-		!filter_holds_masks(ref, fkey->hash, fkey->masks);
+	if (ref == 0 || !gunique_key_filters)
+		return false;
+	if (!fkey->masked)
+	{
+		filter_masks(fkey->hash, fkey->masks);
+		fkey->masked = true;
+	}
+	return !filter_holds(ref, fkey->hash, fkey->masks);
 }
 
 /*
@@ -328,8 +311,6 @@ gunique_filter_ref_prefetch(uint64 ref, GuniqueFilterKey *fkey)
 	if (ref != 0)
 		gunique_prefetch(filter_block(ref, fkey->hash));
 }
-
-
 
 /* Could a filter be built for the leaf, and is none there or on its way? */
 bool

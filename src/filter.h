@@ -29,13 +29,14 @@ typedef struct GuniqueFilterFill
 
 /*
  * A key's hash and the bits it sets in a filter's block, worked out once
- * for a probe that checks the key against many filters.
+ * (on the first filter checked) for a probe that may check many filters.
  */
 #define GUNIQUE_FILTER_BLOCK_WORDS 8	/* 64 bytes */
 
 typedef struct GuniqueFilterKey
 {
 	uint64		hash;
+	bool		masked;			/* masks worked out */
 	uint64		masks[GUNIQUE_FILTER_BLOCK_WORDS];
 } GuniqueFilterKey;
 
@@ -49,12 +50,10 @@ typedef struct GuniqueFilterKey
 extern int	gunique_filter_memory;
 extern bool gunique_key_filters;
 
-
 extern void gunique_filter_shmem_request(void);
 extern void gunique_filter_shmem_startup(void);
 
 extern uint64 gunique_filter_hash(GuniqueSummary *summary, Datum value);
-extern bool gunique_filter_excludes(GuniqueSummary *summary, uint64 hash);
 extern uint64 gunique_filter_ref(GuniqueSummary *summary);
 extern void gunique_filter_key(GuniqueFilterKey *fkey, uint64 hash);
 extern bool gunique_filter_ref_excludes(uint64 ref, GuniqueFilterKey *fkey);

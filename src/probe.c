@@ -299,35 +299,23 @@ probe_leaf(ProbeScan *ps, int nkeys, Datum *values, bool *isnull,
 	return conflict ? RelationGetRelid(ps->heap) : InvalidOid;
 }
 
-/*
- * Could leaf i hold the key, as far as its summary and filter tell?  Notes
- * in the group when a leaf without a filter has been searched often enough
- * to be worth one.
- */
-static inline bool
-probe_leaf_needed(ProbeGroup *pg, int i, ProbeKey *pk, uint64 *counts)
+/* Read a leaf's range and filter (under the key lock); NULL: all keys. */
+static inline void
+probe_view_read(GuniqueSummary *summary, ProbeLeafView *view)
 {
-	GuniqueSummary *summary = pg->summaries[i];
-
-	if (gunique_summary_excludes(summary, pk->key))
-	{
-		counts[GUNIQUE_STAT_LEAVES_SKIPPED]++;
-		return false;
-	}
-	if (gunique_filter_excludes(summary, pk->hash))
-	{
-		counts[GUNIQUE_STAT_LEAVES_FILTERED]++;
-		return false;
-	}
-	if (gunique_filter_wanted(summary, pg->targets[i]->index,
-							  &pg->targets[i]->filter_after))
-		pg->filters_wanted = true;
-	return true;
+	view->min = 0;
+	view->max = PG_UINT64_MAX;
+	view->filter = 0;
+	if (summary == NULL)
+		return;
+	gunique_summary_range(summary, &view->min, &view->max);
+	view->filter = gunique_filter_ref(summary);
 }
 
 /*
- * Could leaf i hold the key, as far as the copies of its range and filter
- * tell?  As probe_leaf_needed, which reads them from shared memory.
+ * Could leaf i hold the key, as far as its range and filter (read now, or
+ * the statement's copies) tell?  Notes in the group when a leaf without a
+ * filter has been searched often enough to be worth one.
  */
 static inline bool
 probe_view_needed(ProbeGroup *pg, int i, ProbeLeafView *view, ProbeKey *pk,
@@ -379,17 +367,7 @@ probe_views(ProbeGroup *pg)
 	if (views->valid && views->changes == changes)
 		return views->leaves;
 	for (int i = 0; i < pg->ntargets; i++)
-	{
-		ProbeLeafView *view = &views->leaves[i];
-
-		view->min = 0;
-		view->max = PG_UINT64_MAX;
-		view->filter = 0;
-		if (pg->summaries[i] == NULL)
-			continue;
-		gunique_summary_range(pg->summaries[i], &view->min, &view->max);
-		view->filter = gunique_filter_ref(pg->summaries[i]);
-	}
+		probe_view_read(pg->summaries[i], &views->leaves[i]);
 	views->changes = changes;
 	views->valid = true;
 	return views->leaves;
@@ -402,13 +380,13 @@ probe_views(ProbeGroup *pg)
  * group's filter worth building.
  */
 static bool
-probe_group_needed(ProbeGroup *pg, ProbeKey *pk, uint64 *counts)
+probe_group_needed(ProbeGroup *pg, GuniqueFilterKey *fkey, uint64 *counts)
 {
 	GuniqueSummary *summary = pg->group_summary;
 
 	if (summary == NULL || !pg->use_group_filter)
 		return true;
-	if (gunique_filter_excludes(summary, pk->hash))
+	if (gunique_filter_ref_excludes(gunique_filter_ref(summary), fkey))
 	{
 		counts[GUNIQUE_STAT_LEAVES_FILTERED] += pg->ntargets;
 		return false;
@@ -438,30 +416,37 @@ probe_group(ProbeGroup *pg, ProbeKey *pk, ProbeFinding *finding,
 {
 	Oid			conflict = InvalidOid;
 	ProbeLeafView *views = NULL;
+	ProbeLeafView view;
 	GuniqueFilterKey fkey;
 	ProbeScanContext cxt;
 
 	memset(finding, 0, sizeof(ProbeFinding));
 	counts[GUNIQUE_STAT_PROBES]++;
-	if (pk->summarized && !probe_group_needed(pg, pk, counts))
+	gunique_filter_key(&fkey, pk->hash);
+	if (pk->summarized && !probe_group_needed(pg, &fkey, counts))
 		return InvalidOid;
 	if (pk->summarized && pg->views != NULL)
 	{
 		views = probe_views(pg);
-		gunique_filter_key(&fkey, pk->hash);
 		for (int i = 0; i < PROBE_AHEAD && i < pg->ntargets; i++)
 			probe_view_prefetch(&views[i], pk, &fkey);
 	}
 	gunique_probescan_enter(&cxt);
 	for (int i = 0; i < pg->ntargets && !OidIsValid(conflict); i++)
 	{
-		if (views != NULL && i + PROBE_AHEAD < pg->ntargets)
-			probe_view_prefetch(&views[i + PROBE_AHEAD], pk, &fkey);
-		if (views != NULL ?
-			!probe_view_needed(pg, i, &views[i], pk, &fkey, counts) :
-			pk->summarized && pg->summaries[i] != NULL &&
-			!probe_leaf_needed(pg, i, pk, counts))
-			continue;
+		if (views != NULL)
+		{
+			if (i + PROBE_AHEAD < pg->ntargets)
+				probe_view_prefetch(&views[i + PROBE_AHEAD], pk, &fkey);
+			if (!probe_view_needed(pg, i, &views[i], pk, &fkey, counts))
+				continue;
+		}
+		else if (pk->summarized && pg->summaries[i] != NULL)
+		{
+			probe_view_read(pg->summaries[i], &view);
+			if (!probe_view_needed(pg, i, &view, pk, &fkey, counts))
+				continue;
+		}
 		if (!pg->targets[i]->ready)
 		{
 			*unready = pg->targets[i];

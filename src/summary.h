@@ -39,9 +39,11 @@ typedef struct GuniqueSummary
 	pg_atomic_uint32 filter_searches;	/* btree searches while it had none */
 
 	/*
-	 * In a group's entry: bumped before any leaf of the group widens its
-	 * range or gets a new filter, so that probes may keep copies of the
-	 * leaves' ranges and filters while it stays the same (probe.c).
+	 * In a group's entry: bumped, under the inserter's key lock, after a
+	 * leaf of the group widens its range (before the key enters the
+	 * btree), and before a leaf's new filter is published, so that probes
+	 * may keep copies of the leaves' ranges and filters while it stays the
+	 * same (probe.c).
 	 */
 	pg_atomic_uint64 changes;
 } GuniqueSummary;
@@ -64,21 +66,10 @@ extern void gunique_summary_forget_at_abort(Oid indexoid);
 extern bool gunique_summary_built_here(Oid indexoid);
 
 /*
- * Is the key, mapped by gunique_summary_key for a summary of the same key
- * type, surely absent from the leaf?  Inline: a probe asks this of every
- * other leaf for every row.
+ * The summary's range as it is now, in keys mapped by gunique_summary_key:
+ * all keys if it is not valid.  Inline: a probe reads it for every other
+ * leaf of a row's group.
  */
-static inline bool
-gunique_summary_excludes(GuniqueSummary *summary, uint64 key)
-{
-	if (pg_atomic_read_u32(&summary->state) != SUMMARY_VALID)
-		return false;
-	pg_read_barrier();
-	return key < pg_atomic_read_u64(&summary->min) ||
-		key > pg_atomic_read_u64(&summary->max);
-}
-
-/* The summary's range as it is now: all keys if it is not valid. */
 static inline void
 gunique_summary_range(GuniqueSummary *summary, uint64 *min, uint64 *max)
 {

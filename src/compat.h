@@ -88,4 +88,15 @@
 #define gunique_prefetch(addr) ((void) (addr))
 #endif
 
+/*
+ * PostgreSQL 16 replaced the per-class ownership checks with one function.
+ */
+#if PG_VERSION_NUM >= 160000
+#define gunique_relation_owned(relid) \
+	object_ownercheck(RelationRelationId, (relid), GetUserId())
+#else
+#define gunique_relation_owned(relid) \
+	pg_class_ownercheck((relid), GetUserId())
+#endif
+
 #endif							/* GUNIQUE_COMPAT_H */

@@ -18,6 +18,9 @@
  *	 without ONLY;
  * - ALTER INDEX ... ATTACH PARTITION completing a gunique tree (the form
  *	 pg_dump emits): the whole tree is checked when its top becomes valid;
+ *	 and any ALTER INDEX ... ATTACH PARTITION that completes its parent
+ *	 first takes, top down, the locks PostgreSQL's validation will take
+ *	 bottom up (see lock_validation_path);
  * - CREATE TABLE ... PARTITION OF and ALTER TABLE ... ATTACH PARTITION of a
  *	 partitioned table under a gunique index: PostgreSQL clones the parent's
  *	 indexes from the catalog and would apply the partition-key rule to the
@@ -38,13 +41,16 @@
 #include "postgres.h"
 
 #include "access/xact.h"
+#include "catalog/index.h"
 #include "catalog/namespace.h"
 #include "catalog/objectaccess.h"
 #include "catalog/pg_class.h"
 #include "commands/event_trigger.h"
+#include "miscadmin.h"
 #include "nodes/parsenodes.h"
 #include "storage/lmgr.h"
 #include "tcop/utility.h"
+#include "utils/acl.h"
 #include "utils/lsyscache.h"
 
 #include "compat.h"
@@ -403,8 +409,10 @@ attach_table(UtilityCall *call, AlterTableStmt *stmt, PartitionCmd *cmd)
 	 * checked whole.
 	 */
 	foreach(lc, tops)
+	{
 		if (gunique_index_is_valid(lfirst_oid(lc)))
 			valid_tops = lappend_oid(valid_tops, lfirst_oid(lc));
+	}
 
 	/* ATExecAttachPartition locks the table being attached this way. */
 	child = RangeVarGetRelid(cmd->name, AccessExclusiveLock, true);
@@ -423,14 +431,83 @@ attach_table(UtilityCall *call, AlterTableStmt *stmt, PartitionCmd *cmd)
 	}
 }
 
-/* ALTER INDEX parent ATTACH PARTITION child */
+/* Lock or unlock, in AccessExclusiveLock, each index of path and its table. */
 static void
-attach_index(UtilityCall *call, AlterTableStmt *stmt)
+lock_path(List *path, bool lock)
+{
+	ListCell   *lc;
+
+	foreach(lc, path)
+	{
+		Oid			index = lfirst_oid(lc);
+		Oid			table = IndexGetRelation(index, true);
+
+		if (lock)
+		{
+			LockRelationOid(index, AccessExclusiveLock);
+			if (OidIsValid(table))
+				LockRelationOid(table, AccessExclusiveLock);
+		}
+		else
+		{
+			UnlockRelationOid(index, AccessExclusiveLock);
+			if (OidIsValid(table))
+				UnlockRelationOid(table, AccessExclusiveLock);
+		}
+	}
+}
+
+/*
+ * An ALTER INDEX ... ATTACH PARTITION that completes its parent index makes
+ * PostgreSQL climb the tree, marking each index that is now complete valid
+ * and locking the next index up and its table in AccessExclusiveLock
+ * (validatePartitionedIndex).  It then holds a lower table while it waits
+ * for an upper one: the opposite of the order in which queries and every
+ * other ATTACH lock a partition tree.  Anything that holds the top table a
+ * while, as the merge check of a tree-completing ATTACH does, turns that
+ * into deadlocks (pg_restore -j hit them).  So take the same locks first,
+ * top down, each index before its table as PostgreSQL does.  The climb is
+ * predicted from the catalogs, then checked again under the locks; should
+ * another transaction have completed more of the tree meanwhile, the locks
+ * are given back and taken again in order.  Only for the index's owner:
+ * PostgreSQL checks ownership before it locks anything.
+ */
+static void
+lock_validation_path(AlterTableStmt *stmt, PartitionCmd *cmd)
 {
 	Oid			parent = RangeVarGetRelid(stmt->relation, NoLock, true);
+	Oid			child = RangeVarGetRelid(cmd->name, NoLock, true);
+	List	   *path;
+
+	if (!OidIsValid(parent) || !OidIsValid(child) ||
+		get_rel_relkind(parent) != RELKIND_PARTITIONED_INDEX ||
+		!gunique_relation_owned(parent))
+		return;
+
+	path = gunique_attach_validation_path(parent, child);
+	while (path != NIL)
+	{
+		List	   *again;
+
+		lock_path(path, true);
+		again = gunique_attach_validation_path(parent, child);
+		if (list_difference_oid(again, path) == NIL)
+			break;
+		lock_path(path, false);
+		path = again;
+	}
+}
+
+/* ALTER INDEX parent ATTACH PARTITION child */
+static void
+attach_index(UtilityCall *call, AlterTableStmt *stmt, PartitionCmd *cmd)
+{
+	Oid			parent;
 	Oid			top;
 	bool		was_valid;
 
+	lock_validation_path(stmt, cmd);
+	parent = RangeVarGetRelid(stmt->relation, NoLock, true);
 	if (!OidIsValid(parent) || !gunique_is_gunique_index(parent))
 	{
 		call_standard(call, false);
@@ -456,7 +533,7 @@ alter_table(UtilityCall *call)
 	if (cmd == NULL)
 		call_standard(call, false);
 	else if (stmt->objtype == OBJECT_INDEX)
-		attach_index(call, stmt);
+		attach_index(call, stmt, cmd);
 	else
 		attach_table(call, stmt, cmd);
 }

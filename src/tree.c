@@ -20,7 +20,9 @@
 #include "access/stratnum.h"
 #include "access/table.h"
 #include "access/xact.h"
+#include "catalog/index.h"
 #include "catalog/indexing.h"
+#include "catalog/partition.h"
 #include "catalog/pg_class.h"
 #include "catalog/pg_index.h"
 #include "catalog/pg_inherits.h"
@@ -99,6 +101,77 @@ gunique_index_is_valid(Oid indexoid)
 
 	ReleaseSysCache(tuple);
 	return valid;
+}
+
+/* pg_index.indisvalid, or false for an index dropped meanwhile. */
+static bool
+index_valid_or_gone(Oid indexoid)
+{
+	HeapTuple	tuple = SearchSysCache1(INDEXRELID, ObjectIdGetDatum(indexoid));
+	bool		valid = false;
+
+	if (HeapTupleIsValid(tuple))
+	{
+		valid = ((Form_pg_index) GETSTRUCT(tuple))->indisvalid;
+		ReleaseSysCache(tuple);
+	}
+	return valid;
+}
+
+/*
+ * Would partitioned index "index" have a valid child for every partition of
+ * its table, with "newchild" counted as valid and attached?  The count
+ * validatePartitionedIndex() makes.
+ */
+static bool
+index_complete_with(Oid index, Oid newchild)
+{
+	Oid			table = IndexGetRelation(index, true);
+	List	   *children = find_inheritance_children(index, NoLock);
+	int			valid = list_member_oid(children, newchild) ? 0 : 1;
+	ListCell   *lc;
+
+	if (!OidIsValid(table))
+		return false;
+	foreach(lc, children)
+	{
+		if (lfirst_oid(lc) == newchild || index_valid_or_gone(lfirst_oid(lc)))
+			valid++;
+	}
+	return valid == list_length(find_inheritance_children(table, NoLock));
+}
+
+/*
+ * The ancestors of partitioned index "parent", top first, that PostgreSQL
+ * locks in AccessExclusiveLock (with their tables) when ALTER INDEX parent
+ * ATTACH PARTITION child completes parent: validatePartitionedIndex() marks
+ * parent valid, then its parent if that is now complete too, and so on,
+ * locking each next level's index and table as it climbs.
+ *
+ * Read from the catalogs as they are, without locks: the caller takes the
+ * locks and asks again.
+ */
+List *
+gunique_attach_validation_path(Oid parent, Oid child)
+{
+	List	   *ancestors = get_partition_ancestors(parent);
+	List	   *path = NIL;
+	Oid			index = parent;
+	Oid			counted = child;
+	ListCell   *lc;
+
+	if (!index_valid_or_gone(child) || index_valid_or_gone(parent))
+		return NIL;
+	foreach(lc, ancestors)
+	{
+		if (!index_complete_with(index, counted))
+			break;
+		path = lcons_oid(lfirst_oid(lc), path);
+		counted = index;
+		index = lfirst_oid(lc);
+	}
+	list_free(ancestors);
+	return path;
 }
 
 bool

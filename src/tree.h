@@ -15,6 +15,7 @@ extern List *gunique_table_indexes(Oid tableoid);
 extern void gunique_tree_set_unique(Oid topindex, bool unique);
 extern bool gunique_index_is_valid(Oid indexoid);
 extern bool gunique_index_is_unique(Oid indexoid);
+extern List *gunique_attach_validation_path(Oid parent, Oid child);
 extern void gunique_refuse_foreign_partitions(Oid tableoid);
 
 #endif							/* GUNIQUE_TREE_H */

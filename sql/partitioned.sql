@@ -131,6 +131,47 @@ ALTER INDEX e_b ATTACH PARTITION e2_b;
 SELECT indisvalid, indisunique FROM pg_index WHERE indexrelid = 'e_b'::regclass;
 INSERT INTO e VALUES (13, 1);
 
+-- An ATTACH that completes its parent makes PostgreSQL climb the tree and
+-- lock the index and table above in AccessExclusiveLock; gunique takes those
+-- locks first, top down (see specs/attach-lock-order.spec), and the tree
+-- completed is checked.  Someone who does not own the index gets
+-- PostgreSQL's refusal, and no lock.
+CREATE TABLE h (a int, b int, c int) PARTITION BY RANGE (a);
+CREATE TABLE h1 PARTITION OF h FOR VALUES FROM (0) TO (10)
+	PARTITION BY RANGE (b);
+CREATE TABLE h11 PARTITION OF h1 FOR VALUES FROM (0) TO (10);
+CREATE TABLE h2 PARTITION OF h FOR VALUES FROM (10) TO (20);
+INSERT INTO h VALUES (1, 1, 1), (11, 1, 1);
+CREATE UNIQUE INDEX h_c ON ONLY h USING gunique (c);
+CREATE UNIQUE INDEX h1_c ON ONLY h1 USING gunique (c);
+CREATE UNIQUE INDEX h11_c ON h11 USING gunique (c);
+CREATE UNIQUE INDEX h2_c ON h2 USING gunique (c);
+ALTER INDEX h_c ATTACH PARTITION h1_c;
+ALTER INDEX h_c ATTACH PARTITION h2_c;
+CREATE ROLE gunique_attach_nobody;
+GRANT USAGE ON SCHEMA gp TO gunique_attach_nobody;
+SET ROLE gunique_attach_nobody;
+BEGIN;
+ALTER INDEX h1_c ATTACH PARTITION h11_c;
+ROLLBACK;
+RESET ROLE;
+REVOKE USAGE ON SCHEMA gp FROM gunique_attach_nobody;
+DROP ROLE gunique_attach_nobody;
+ALTER INDEX h1_c ATTACH PARTITION h11_c;
+SELECT c.relname, i.indisvalid FROM pg_index i JOIN pg_class c ON c.oid = i.indexrelid
+WHERE c.relname IN ('h_c', 'h1_c') ORDER BY 1;
+BEGIN;
+DELETE FROM h WHERE a = 11;
+ALTER INDEX h1_c ATTACH PARTITION h11_c;
+SELECT c.relname, l.mode FROM pg_locks l JOIN pg_class c ON c.oid = l.relation
+WHERE l.pid = pg_backend_pid() AND l.mode = 'AccessExclusiveLock'
+  AND c.relname IN ('h', 'h_c', 'h1', 'h1_c', 'h11', 'h11_c') ORDER BY 1;
+COMMIT;
+SELECT c.relname, i.indisvalid FROM pg_index i JOIN pg_class c ON c.oid = i.indexrelid
+WHERE c.relname IN ('h_c', 'h1_c') ORDER BY 1;
+INSERT INTO h VALUES (12, 0, 1);
+DROP TABLE h;
+
 -- ATTACH PARTITION: the new partition's keys are checked.
 CREATE TABLE e3 (a int, b int);
 INSERT INTO e3 VALUES (25, 1);

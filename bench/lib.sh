@@ -71,6 +71,11 @@ scale_params()
 	seed) SETTINGS+=("max_locks_per_transaction = 131072") ;;
 	esac
 	W2_PARTITIONS=${BENCH_W2_PARTITIONS:-$W2_PARTITIONS}
+	W2_WARM=${BENCH_W2_WARM:-refused}    # or reinsert: see w2-scaling.sh
+	case "$W2_WARM" in
+	refused | reinsert) ;;
+	*) die "BENCH_W2_WARM must be refused or reinsert, not '$W2_WARM'" ;;
+	esac
 	W3A_PARTITIONS=16
 	W3A_CLIENTS=${BENCH_CLIENTS:-8}
 	W3B_CLIENTS=10                # as in the de-duplication article

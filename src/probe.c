@@ -36,7 +36,9 @@
  * transactions each holding a key the other wants) is detected.
  *
  * The relations of the tree are locked (AccessShareLock) before the key
- * lock, once per transaction, by the scope cache.
+ * lock, once per transaction, by the scope cache: every relation, or for a
+ * light group (probescan.c) the partitioned ones, until a key gets past the
+ * group's filter and the group is made whole, with the key lock released.
  *
  *-------------------------------------------------------------------------
  */
@@ -460,6 +462,27 @@ probe_group(ProbeGroup *pg, ProbeKey *pk, ProbeFinding *finding,
 	return conflict;
 }
 
+/*
+ * Under the key lock, for a light group (probescan.c): does the group's
+ * filter rule the key out of every leaf?  If not, the caller makes the
+ * group whole and probes again.
+ */
+static bool
+probe_light(ProbeGroup *pg, ProbeKey *pk, uint64 *counts)
+{
+	GuniqueFilterKey fkey;
+
+	if (!pk->summarized)
+		return false;
+	gunique_filter_key(&fkey, pk->hash);
+	if (!gunique_filter_ref_excludes(gunique_filter_ref(pg->group_summary),
+									 &fkey))
+		return false;
+	counts[GUNIQUE_STAT_PROBES]++;
+	counts[GUNIQUE_STAT_LEAVES_FILTERED] += pg->nleaves;
+	return true;
+}
+
 /* Wait for the transaction that holds the key, as nbtree would. */
 static void
 probe_wait(ProbeFinding *finding)
@@ -627,6 +650,14 @@ gunique_probe_insert(Relation index, Datum *values, bool *isnull,
 									  key_hash(pg, values, isnull));
 
 		LWLockAcquire(keylock, LW_EXCLUSIVE);
+		if (pg->light)
+		{
+			if (probe_light(pg, &pk, counts))
+				break;
+			LWLockRelease(keylock);
+			(void) gunique_probescan_group_whole(index, skip_self);
+			continue;
+		}
 		memcpy(saved, counts, sizeof(saved));
 		unready = NULL;
 		conflict = probe_group(pg, &pk, &finding, values, isnull, counts,
@@ -666,6 +697,8 @@ gunique_probe_insert(Relation index, Datum *values, bool *isnull,
 	result = gunique_btinsert(index, values, isnull, heap_tid, heap,
 							  checkUnique, indexUnchanged, indexInfo);
 	LWLockRelease(keylock);
+	if (pg->light && group_full)
+		pg = gunique_probescan_group_whole(index, skip_self);	/* to build it */
 	if (pg->filters_wanted || own_full || group_full)
 		build_filters(pg, index, own_full, group_full);
 	return result;

@@ -208,29 +208,21 @@ group_set_key(ProbeGroup *pg, GuniqueScope *scope)
 }
 
 /*
- * The leaves of the index's group in the scope, own leaf included unless
- * skip_self; *self receives own leaf's position or -1.
+ * A copy of the leaves of the index's group, own leaf left out if
+ * skip_self; *nleaves and *self receive their count and own leaf's position
+ * among them (-1 if left out).
  */
 static GuniqueLeaf *
-group_leaves(GuniqueScope *scope, Oid group, Oid selfoid, bool skip_self,
+group_leaves(GuniqueScope *scope, GuniqueLeafPlace *place, bool skip_self,
 			 int *nleaves, int *self)
 {
-	GuniqueLeaf *leaves = palloc(sizeof(GuniqueLeaf) * scope->nleaves);
+	GuniqueLeaf *leaves = palloc(sizeof(GuniqueLeaf) * place->count);
 
 	*nleaves = 0;
-	*self = -1;
-	for (int i = 0; i < scope->nleaves; i++)
-	{
-		if (scope->leaves[i].group != group)
-			continue;
-		if (scope->leaves[i].indexoid == selfoid)
-		{
-			if (skip_self)
-				continue;
-			*self = *nleaves;
-		}
-		leaves[(*nleaves)++] = scope->leaves[i];
-	}
+	for (int i = 0; i < place->count; i++)
+		if (!skip_self || i != place->self)
+			leaves[(*nleaves)++] = scope->leaves[place->first + i];
+	*self = skip_self ? -1 : place->self;
 	return leaves;
 }
 
@@ -280,7 +272,7 @@ group_summary(Oid group)
  * statement under the same scope, if there is one; own leaf is among them.
  */
 static bool
-group_share(ProbeGroup *pg, Oid indexoid, uint64 generation)
+group_share(ProbeGroup *pg, int self, uint64 generation)
 {
 	GroupOwner *owner;
 	ProbeGroup *from;
@@ -291,7 +283,7 @@ group_share(ProbeGroup *pg, Oid indexoid, uint64 generation)
 		return false;
 	from = owner->pg;
 	if (from->scope_generation != generation || from->skip_self ||
-		!from->needed)
+		!from->needed || from->light)
 		return false;
 	pg->ntargets = from->ntargets;
 	pg->targets = from->targets;
@@ -300,11 +292,8 @@ group_share(ProbeGroup *pg, Oid indexoid, uint64 generation)
 	pg->group_summary = from->group_summary;
 	pg->use_group_filter = from->use_group_filter;
 	pg->views = from->views;
-	pg->self = -1;
-	for (int i = 0; i < pg->ntargets; i++)
-		if (pg->targets[i]->indexoid == indexoid)
-			pg->self = i;
-	return pg->self >= 0;
+	pg->self = self;
+	return true;
 }
 
 /* Let later leaves of the group share this one's targets. */
@@ -320,78 +309,129 @@ group_own(ProbeGroup *pg)
 	owner->pg = pg;
 }
 
-/* (Re)make the statement's group of a leaf index. */
+/*
+ * Can the group's filter stand in for its leaves?  A probe of a group of
+ * many leaves that the group's filter rules out reads nothing else: not
+ * the leaves' ranges, filters or btrees, so the group is made "light",
+ * without locking or opening any leaf but own (which the executor has
+ * locked).  Only the tree's partitioned tables and indexes are locked, so
+ * that no leaf is dropped or detached (both lock the partition's parent
+ * first).  The group's filter holds every key of every leaf of the group
+ * without that: every insert into any of them sets the key's bits in it
+ * first, whoever inserts, and rebuilding a leaf (TRUNCATE, REINDEX, even
+ * CONCURRENTLY) leaves it a superset (filter.c).  The first key it cannot
+ * rule out makes the group whole (gunique_probescan_group_whole).
+ */
+static bool
+group_light_possible(GuniqueLeafPlace *place, bool skip_self)
+{
+	return !skip_self && gunique_key_filters &&
+		place->count >= GUNIQUE_GROUP_FILTER_MIN_LEAVES;
+}
+
+/* A group's fields before it is built. */
+static void
+group_init(ProbeGroup *pg, Relation index, bool skip_self,
+		   GuniqueLeafPlace *place, GuniqueScope *scope)
+{
+	pg->scope_generation = 0;	/* not valid until built */
+	pg->skip_self = skip_self;
+	pg->needed = place->count > (skip_self ? 0 : 1);
+	pg->light = false;
+	pg->filters_wanted = false;
+	pg->self = skip_self ? -1 : place->self;
+	pg->nleaves = place->count;
+	pg->ntargets = 0;
+	pg->targets = NULL;
+	pg->summaries = NULL;
+	pg->own_summary = gunique_summary_for(index);
+	pg->any_summary = NULL;
+	pg->group = place->group;
+	pg->group_summary = NULL;
+	pg->use_group_filter = false;
+	pg->views = NULL;
+	pg->group_keys = 0;
+	pg->group_filter_wanted = false;
+	group_set_key(pg, scope);
+}
+
+/* Open every leaf of the group, or share another leaf's targets. */
+static void
+group_make_whole(ProbeGroup *pg, GuniqueScope *scope, GuniqueLeafPlace *place,
+				 uint64 generation)
+{
+	GuniqueLeaf *leaves;
+	int			nleaves;
+	int			self;
+
+	if (!pg->skip_self && group_share(pg, place->self, generation))
+		return;
+	leaves = group_leaves(scope, place, pg->skip_self, &nleaves, &self);
+	group_open(pg, leaves, nleaves);
+	pfree(leaves);
+	/* kept up to date always, used only by groups of many leaves */
+	pg->group_summary = group_summary(pg->group);
+	pg->use_group_filter = nleaves >= GUNIQUE_GROUP_FILTER_MIN_LEAVES;
+	if (pg->use_group_filter && pg->group_summary != NULL)
+	{
+		pg->views = palloc0(sizeof(ProbeViews));
+		pg->views->leaves = palloc(sizeof(ProbeLeafView) * pg->ntargets);
+	}
+	if (!pg->skip_self)
+		group_own(pg);
+}
+
+/*
+ * (Re)make the statement's group of a leaf index: light if it can be
+ * (group_light_possible) and "light_ok", else whole.
+ */
 static ProbeGroup *
-group_build(Relation index, bool skip_self)
+group_build(Relation index, bool skip_self, bool light_ok)
 {
 	Oid			indexoid = RelationGetRelid(index);
 
 	for (;;)
 	{
-		Oid			group;
-		GuniqueScope *scope = gunique_scope_for_leaf(index, &group, false);
+		GuniqueLeafPlace place;
+		GuniqueScope *scope;
 		uint64		generation;
-		GuniqueLeaf *leaves;
-		int			nleaves;
-		int			self;
 		ProbeGroup *pg;
 		ProbeScanContext cxt;
-		bool		found;
+		bool		light;
 
 		/* Lock the tree only if another leaf can hold the keys. */
-		leaves = group_leaves(scope, group, indexoid, false, &nleaves, &self);
-		pfree(leaves);
-		if (nleaves > 1)
-			scope = gunique_scope_for_leaf(index, &group, true);
+		scope = gunique_scope_for_leaf(index, &place, GUNIQUE_LOCK_NONE);
+		light = light_ok && group_light_possible(&place, skip_self);
+		if (place.count > (skip_self ? 0 : 1))
+			scope = gunique_scope_for_leaf(index, &place,
+										   light ? GUNIQUE_LOCK_INNER :
+										   GUNIQUE_LOCK_ALL);
 		generation = gunique_scope_generation();
-		leaves = group_leaves(scope, group, indexoid, skip_self,
-							  &nleaves, &self);
 
 		gunique_probescan_enter(&cxt);
 		if (probe_groups == NULL)
 			probe_groups = statement_hash("gunique probe groups",
 										  sizeof(ProbeGroup));
 		/* a rebuilt group's old arrays may be shared: the context frees them */
-		pg = hash_search(probe_groups, &indexoid, HASH_ENTER, &found);
-		pg->scope_generation = 0;	/* not valid until built */
-		pg->skip_self = skip_self;
-		pg->needed = nleaves > (self >= 0 ? 1 : 0);
-		pg->filters_wanted = false;
-		pg->self = self;
-		pg->ntargets = 0;
-		pg->targets = NULL;
-		pg->summaries = NULL;
-		pg->own_summary = gunique_summary_for(index);
-		pg->any_summary = NULL;
-		pg->group = group;
-		pg->group_summary = NULL;
-		pg->use_group_filter = false;
-		pg->views = NULL;
-		pg->group_keys = 0;
-		pg->group_filter_wanted = false;
-		group_set_key(pg, scope);
-		if (pg->needed && (skip_self || !group_share(pg, indexoid, generation)))
+		pg = hash_search(probe_groups, &indexoid, HASH_ENTER, NULL);
+		group_init(pg, index, skip_self, &place, scope);
+		if (pg->needed && light)
 		{
-			pg->self = self;
-			pg->ntargets = 0;
-			pg->any_summary = NULL;
-			pg->views = NULL;
-			group_open(pg, leaves, nleaves);
-			/* kept up to date always, used only by groups of many leaves */
-			pg->group_summary = group_summary(group);
-			pg->use_group_filter =
-				nleaves >= GUNIQUE_GROUP_FILTER_MIN_LEAVES;
-			if (pg->use_group_filter && pg->group_summary != NULL)
+			pg->group_summary = group_summary(place.group);
+			pg->light = pg->group_summary != NULL;
+		}
+		if (pg->needed && !pg->light)
+		{
+			if (light)
 			{
-				pg->views = palloc0(sizeof(ProbeViews));
-				pg->views->leaves =
-					palloc(sizeof(ProbeLeafView) * pg->ntargets);
+				/* no group filter to stand in: lock every leaf after all */
+				gunique_probescan_leave(&cxt);
+				light_ok = false;
+				continue;
 			}
-			if (!skip_self)
-				group_own(pg);
+			group_make_whole(pg, scope, &place, generation);
 		}
 		gunique_probescan_leave(&cxt);
-		pfree(leaves);
 
 		if (generation == gunique_scope_generation())
 		{
@@ -418,7 +458,22 @@ gunique_probescan_group(Relation index, bool skip_self)
 			pg->scope_generation == gunique_scope_generation())
 			return pg;
 	}
-	return group_build(index, skip_self);
+	return group_build(index, skip_self, true);
+}
+
+/*
+ * The statement's group of a leaf index, made whole: every leaf locked and
+ * opened, for a key that the group's filter of a light group could not rule
+ * out.  Not under a key lock.
+ */
+ProbeGroup *
+gunique_probescan_group_whole(Relation index, bool skip_self)
+{
+	ProbeGroup *pg = gunique_probescan_group(index, skip_self);
+
+	if (!pg->light)
+		return pg;
+	return group_build(index, skip_self, false);
 }
 
 /* Forget every scan and group; their memory goes with them. */

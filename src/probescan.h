@@ -72,8 +72,11 @@ typedef struct ProbeGroup
 	uint64		scope_generation;	/* valid while the scope cache is */
 	bool		skip_self;		/* own leaf left out (ON CONFLICT) */
 	bool		needed;			/* another leaf can hold the leaf's keys */
+	bool		light;			/* only the group's filter: no targets, see
+								 * group_light_possible */
 	bool		filters_wanted; /* a probe searched a leaf without a filter */
 	Oid			topindex;
+	int			nleaves;		/* the group's leaves, own leaf included */
 	int			ntargets;
 	ProbeScan **targets;		/* the group's leaves, own leaf at "self" */
 	GuniqueSummary **summaries; /* their summaries (or NULLs), side by side
@@ -113,6 +116,8 @@ extern ProbeScan *gunique_probescan_get(Oid heapoid, Oid indexoid);
 extern void gunique_probescan_prepare(ProbeScan *ps);
 extern void gunique_probescan_done(ProbeScan *ps);
 extern ProbeGroup *gunique_probescan_group(Relation index, bool skip_self);
+extern ProbeGroup *gunique_probescan_group_whole(Relation index,
+												 bool skip_self);
 extern void gunique_probescan_release_all(void);
 
 #endif							/* GUNIQUE_PROBESCAN_H */

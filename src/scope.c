@@ -54,13 +54,14 @@ typedef struct LeafEntry
 {
 	Oid			leafindex;		/* hash key */
 	Oid			topindex;
-	Oid			group;
+	GuniqueLeafPlace place;
 } LeafEntry;
 
 typedef struct TreeWalk
 {
 	List	   *leaves;			/* GuniqueLeaf * */
 	List	   *members;		/* every table and index OID */
+	List	   *inner;			/* the partitioned ones, top down */
 } TreeWalk;
 
 static MemoryContext ScopeContext = NULL;
@@ -263,6 +264,11 @@ walk_tree(Oid indexoid, Oid group, TreeWalk *walk)
 
 	walk->members = lappend_oid(walk->members, indexoid);
 	walk->members = lappend_oid(walk->members, heapoid);
+	if (get_rel_relkind(indexoid) != RELKIND_INDEX)
+	{
+		walk->inner = lappend_oid(walk->inner, indexoid);
+		walk->inner = lappend_oid(walk->inner, heapoid);
+	}
 
 	if (get_rel_relkind(indexoid) == RELKIND_INDEX)
 	{
@@ -311,6 +317,18 @@ leaf_cmp(const ListCell *a, const ListCell *b)
 	return la->indexoid < lb->indexoid ? -1 : 1;
 }
 
+/* By group, then by OID: each group's leaves side by side. */
+static int
+leaf_group_cmp(const ListCell *a, const ListCell *b)
+{
+	const GuniqueLeaf *la = lfirst(a);
+	const GuniqueLeaf *lb = lfirst(b);
+
+	if (la->group != lb->group)
+		return la->group < lb->group ? -1 : 1;
+	return leaf_cmp(a, b);
+}
+
 /*
  * Every leaf index of the tree under topindex, as a list of GuniqueLeaf in
  * OID order, allocated in the caller's memory context.
@@ -318,7 +336,7 @@ leaf_cmp(const ListCell *a, const ListCell *b)
 List *
 gunique_tree_leaves(Oid topindex)
 {
-	TreeWalk	walk = {NIL, NIL};
+	TreeWalk	walk = {NIL, NIL, NIL};
 
 	walk_tree(topindex, InvalidOid, &walk);
 	list_sort(walk.leaves, leaf_cmp);
@@ -384,6 +402,40 @@ scope_fill_key(GuniqueScope *scope, Relation index)
 	}
 }
 
+/*
+ * Note where each leaf sits: its group's leaves are side by side in
+ * scope->leaves, so a probe finds them without looking at the others.
+ */
+static void
+scope_install_places(GuniqueScope *scope, Oid topindex)
+{
+	int			first = 0;
+
+	for (int i = 0; i < scope->nleaves; i++)
+	{
+		LeafEntry  *entry;
+
+		if (scope->leaves[i].group != scope->leaves[first].group)
+			first = i;
+		entry = hash_search(leaf_map, &scope->leaves[i].indexoid,
+							HASH_ENTER, NULL);
+		entry->topindex = topindex;
+		entry->place.group = scope->leaves[i].group;
+		entry->place.first = first;
+		entry->place.self = i - first;
+	}
+	/* every leaf of a group gets the group's count */
+	for (int i = scope->nleaves - 1, last = i; i >= 0; i--)
+	{
+		LeafEntry  *entry = hash_search(leaf_map, &scope->leaves[i].indexoid,
+										HASH_FIND, NULL);
+
+		if (scope->leaves[i].group != scope->leaves[last].group)
+			last = i;
+		entry->place.count = last - entry->place.first + 1;
+	}
+}
+
 static void
 scope_install(Oid topindex, TreeWalk *walk, Relation leaf)
 {
@@ -400,15 +452,15 @@ scope_install(Oid topindex, TreeWalk *walk, Relation leaf)
 									   sizeof(GuniqueLeaf) * Max(scope->nleaves, 1));
 	i = 0;
 	foreach(lc, walk->leaves)
-	{
-		GuniqueLeaf *leaf = lfirst(lc);
-		LeafEntry  *entry;
+		scope->leaves[i++] = *(GuniqueLeaf *) lfirst(lc);
+	scope_install_places(scope, topindex);
 
-		scope->leaves[i++] = *leaf;
-		entry = hash_search(leaf_map, &leaf->indexoid, HASH_ENTER, NULL);
-		entry->topindex = topindex;
-		entry->group = leaf->group;
-	}
+	scope->ninner = list_length(walk->inner);
+	scope->inneroids = MemoryContextAlloc(ScopeContext,
+										  sizeof(Oid) * Max(scope->ninner, 1));
+	i = 0;
+	foreach(lc, walk->inner)
+		scope->inneroids[i++] = lfirst_oid(lc);
 
 	list_sort(walk->members, list_oid_cmp);
 	list_deduplicate_oid(walk->members);
@@ -424,6 +476,7 @@ scope_install(Oid topindex, TreeWalk *walk, Relation leaf)
 		(void) hash_search(member_set, &oid, HASH_ENTER, NULL);
 	}
 	scope->locked_generation = 0;
+	scope->inner_locked_generation = 0;
 	scope_fill_key(scope, leaf);
 }
 
@@ -438,7 +491,7 @@ scope_build(Relation leaf)
 	uint64		generation = cache_generation;
 	MemoryContext buildcxt;
 	MemoryContext oldcxt;
-	TreeWalk	walk = {NIL, NIL};
+	TreeWalk	walk = {NIL, NIL, NIL};
 	Oid			top;
 	bool		current;
 
@@ -449,7 +502,7 @@ scope_build(Relation leaf)
 
 	top = gunique_tree_top(leafindex);
 	walk_tree(top, top, &walk);
-	list_sort(walk.leaves, leaf_cmp);
+	list_sort(walk.leaves, leaf_group_cmp);
 
 	MemoryContextSwitchTo(oldcxt);
 	current = (generation == cache_generation);
@@ -469,14 +522,42 @@ gunique_scope_generation(void)
 	return cache_generation;
 }
 
+/* Lock what "lock" asks for; false if that flushed the cache. */
+static bool
+scope_lock(GuniqueScope *scope, GuniqueScopeLock lock)
+{
+	uint64		generation = cache_generation;
+	bool		all = lock == GUNIQUE_LOCK_ALL;
+	int			n = all ? scope->nlocks : scope->ninner;
+	Oid		   *oids = palloc(sizeof(Oid) * Max(n, 1));
+
+	/* locking may flush the cache, and the scope with it */
+	memcpy(oids, all ? scope->lockoids : scope->inneroids, sizeof(Oid) * n);
+	for (int i = 0; i < n; i++)
+		LockRelationOid(oids[i], AccessShareLock);
+	pfree(oids);
+	if (generation != cache_generation)
+		return false;
+	scope->inner_locked_generation = lock_generation;
+	if (all)
+		scope->locked_generation = lock_generation;
+	return true;
+}
+
 /*
- * The cached tree of leaf index "index".  *group receives the leaf's group.
- * With "lock", every relation of the tree is locked (AccessShareLock) in the
- * current transaction first.  The result stays valid until the next call
- * that can process invalidations (any relation lock).
+ * The cached tree of leaf index "index"; *place receives where the leaf
+ * sits in it.  Locks (AccessShareLock, held to the end of the transaction)
+ * what "lock" asks for first: GUNIQUE_LOCK_ALL every relation of the tree,
+ * so that no leaf is truncated, rewritten or reindexed under a probe that
+ * reads it; GUNIQUE_LOCK_INNER its partitioned tables and indexes, which
+ * keeps every partition from being dropped or detached (both lock the
+ * partition's parent first), enough for a probe that reads nothing but its
+ * group's key filter (probescan.c).  The result stays valid until the next
+ * call that can process invalidations (any relation lock).
  */
 GuniqueScope *
-gunique_scope_for_leaf(Relation index, Oid *group, bool lock)
+gunique_scope_for_leaf(Relation index, GuniqueLeafPlace *place,
+					   GuniqueScopeLock lock)
 {
 	Oid			leafoid = RelationGetRelid(index);
 
@@ -484,9 +565,7 @@ gunique_scope_for_leaf(Relation index, Oid *group, bool lock)
 	{
 		LeafEntry  *entry = NULL;
 		GuniqueScope *scope;
-		uint64		generation;
-		Oid		   *lockoids;
-		int			nlocks;
+		uint64		locked;
 
 		if (leaf_map != NULL)
 			entry = hash_search(leaf_map, &leafoid, HASH_FIND, NULL);
@@ -501,26 +580,12 @@ gunique_scope_for_leaf(Relation index, Oid *group, bool lock)
 		}
 		scope = hash_search(scope_by_top, &entry->topindex, HASH_FIND, NULL);
 		Assert(scope != NULL);
-		*group = entry->group;
+		*place = entry->place;
 
-		if (!lock || scope->locked_generation == lock_generation)
+		locked = lock == GUNIQUE_LOCK_ALL ? scope->locked_generation :
+			scope->inner_locked_generation;
+		if (lock == GUNIQUE_LOCK_NONE || locked == lock_generation ||
+			scope_lock(scope, lock))
 			return scope;
-
-		/*
-		 * Lock every relation of the tree, once per transaction: a sibling
-		 * that is read must not be truncated, rewritten or reindexed under
-		 * us.  Locking processes invalidations, which may flush the cache.
-		 */
-		generation = cache_generation;
-		nlocks = scope->nlocks;
-		lockoids = palloc(sizeof(Oid) * nlocks);
-		memcpy(lockoids, scope->lockoids, sizeof(Oid) * nlocks);
-		for (int i = 0; i < nlocks; i++)
-			LockRelationOid(lockoids[i], AccessShareLock);
-		pfree(lockoids);
-		if (generation != cache_generation)
-			continue;
-		scope->locked_generation = lock_generation;
-		return scope;
 	}
 }

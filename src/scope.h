@@ -20,16 +20,37 @@ typedef struct GuniqueLeaf
 								 * key: see scope.c */
 } GuniqueLeaf;
 
+/* Where a leaf sits in its tree's scope. */
+typedef struct GuniqueLeafPlace
+{
+	Oid			group;
+	int			first;			/* the group's first leaf in scope->leaves */
+	int			count;			/* the group's leaves, this one included */
+	int			self;			/* this leaf's place among them */
+} GuniqueLeafPlace;
+
+/* What gunique_scope_for_leaf locks. */
+typedef enum GuniqueScopeLock
+{
+	GUNIQUE_LOCK_NONE,
+	GUNIQUE_LOCK_INNER,			/* the partitioned tables and indexes */
+	GUNIQUE_LOCK_ALL			/* every relation of the tree */
+} GuniqueScopeLock;
+
 /* A whole gunique index tree, as seen from the top index. */
 typedef struct GuniqueScope
 {
 	Oid			topindex;		/* hash key */
 	int			nleaves;
-	GuniqueLeaf *leaves;		/* in OID order */
+	GuniqueLeaf *leaves;		/* by group, each group's in OID order */
 	int			nlocks;
 	Oid		   *lockoids;		/* every relation of the tree, locked in
 								 * this order */
+	int			ninner;
+	Oid		   *inneroids;		/* its partitioned tables and indexes, top
+								 * down, each index before its table */
 	uint64		locked_generation;	/* see gunique_scope_for_leaf */
+	uint64		inner_locked_generation;
 
 	/* The key, the same for every leaf of the tree. */
 	int			nkeys;
@@ -41,8 +62,9 @@ typedef struct GuniqueScope
 
 extern void gunique_scope_init(void);
 
-extern GuniqueScope *gunique_scope_for_leaf(Relation index, Oid *group,
-											 bool lock);
+extern GuniqueScope *gunique_scope_for_leaf(Relation index,
+											 GuniqueLeafPlace *place,
+											 GuniqueScopeLock lock);
 
 extern uint64 gunique_scope_generation(void);
 

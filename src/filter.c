@@ -38,7 +38,9 @@
  *	   inserters and probers of the leaf locked out (summary.c), as does
  *	   the rollback of the (sub)transaction that rebuilt it; a group's
  *	   filter is dropped by such a rollback if built in that transaction,
- *	   and extended or dropped by ATTACH (merge.c).
+ *	   and extended or dropped by ATTACH (merge.c).  A filter taken away is
+ *	   freed only after one more barrier: light probes (probescan.c) read
+ *	   a group's filter without locking the leaf being rebuilt.
  *
  * Filters live in one arena of gunique.filter_memory bytes, carved into
  * power-of-two sizes with a free list per size.  When the arena has no room
@@ -693,19 +695,38 @@ gunique_filter_init(GuniqueSummary *summary)
 }
 
 /*
- * Forget the leaf's filter.  The caller has inserters and probers of the
- * leaf locked out.
+ * Take the leaf's filters away from it.  The caller has inserters and
+ * probers of the leaf locked out, and frees them with
+ * gunique_filter_free_detached once it holds no LWLock.
  */
 void
-gunique_filter_reset(GuniqueSummary *summary)
+gunique_filter_detach(GuniqueSummary *summary, GuniqueFilterRefs *refs)
 {
-	uint64		current = pg_atomic_exchange_u64(&summary->filter, 0);
-	uint64		next = pg_atomic_exchange_u64(&summary->filter_next, 0);
-
-	if (current != 0)
-		filter_free(current);
-	if (next != 0 && next != current)
-		filter_free(next);
+	refs->current = pg_atomic_exchange_u64(&summary->filter, 0);
+	refs->next = pg_atomic_exchange_u64(&summary->filter_next, 0);
+	if (refs->next == refs->current)
+		refs->next = 0;
 	pg_atomic_write_u32(&summary->filter_searches, 0);
 	pg_atomic_write_u32(&summary->filter_busy, 0);
+}
+
+/*
+ * Free the filters taken away by gunique_filter_detach.  A group's filter
+ * is read by light probes (probescan.c) under nothing but a key lock: their
+ * locks keep the group's partitions from being dropped, not from being
+ * rebuilt, so the rollback of a transaction that rebuilt one (and built the
+ * group's filter) can drop that filter while they read it.  Once every key
+ * lock has been taken and released since the filter was taken away, nobody
+ * can still be reading it.
+ */
+void
+gunique_filter_free_detached(GuniqueFilterRefs *refs)
+{
+	if (refs->current == 0 && refs->next == 0)
+		return;
+	gunique_keylock_barrier();
+	if (refs->current != 0)
+		filter_free(refs->current);
+	if (refs->next != 0)
+		filter_free(refs->next);
 }

@@ -27,6 +27,13 @@ typedef struct GuniqueFilterFill
 								 * changes to bump on publishing, or NULL */
 } GuniqueFilterFill;
 
+/* Filters taken away from a summary, to be freed (gunique_filter_detach). */
+typedef struct GuniqueFilterRefs
+{
+	uint64		current;
+	uint64		next;
+} GuniqueFilterRefs;
+
 /*
  * A key's hash and the bits it sets in a filter's block, worked out once
  * (on the first filter checked) for a probe that may check many filters.
@@ -78,6 +85,8 @@ extern void gunique_filter_fill_publish(GuniqueFilterFill *fill);
 extern void gunique_filter_fill_abort(GuniqueFilterFill *fill);
 extern void gunique_filter_fill_done(GuniqueFilterFill *fill);
 extern void gunique_filter_init(GuniqueSummary *summary);
-extern void gunique_filter_reset(GuniqueSummary *summary);
+extern void gunique_filter_detach(GuniqueSummary *summary,
+								 GuniqueFilterRefs *refs);
+extern void gunique_filter_free_detached(GuniqueFilterRefs *refs);
 
 #endif							/* GUNIQUE_FILTER_H */

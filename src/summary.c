@@ -466,16 +466,19 @@ gunique_summary_compute(GuniqueSummary *summary, Relation heap,
 										  SUMMARY_VALID);
 }
 
-/* Make a summary invalid and drop its filter; see the callers. */
+/*
+ * Make a summary invalid and take its filters away, for the caller to free
+ * once it has released summaries_lock; see the callers.
+ */
 static void
-summary_clear(GuniqueSummary *summary, Oid typid)
+summary_clear(GuniqueSummary *summary, Oid typid, GuniqueFilterRefs *refs)
 {
 	pg_atomic_write_u32(&summary->state, SUMMARY_INVALID);
 	pg_write_barrier();
 	summary->typid = typid;
 	pg_atomic_write_u64(&summary->min, PG_UINT64_MAX);
 	pg_atomic_write_u64(&summary->max, 0);
-	gunique_filter_reset(summary);
+	gunique_filter_detach(summary, refs);
 }
 
 /*
@@ -489,6 +492,7 @@ gunique_summary_reset(Relation index)
 	SummaryTag	tag = {MyDatabaseId, RelationGetRelid(index)};
 	GuniqueSummary *summary;
 	Oid			typid;
+	GuniqueFilterRefs refs = {0, 0};
 
 	if (summaries == NULL)
 		return;
@@ -497,8 +501,9 @@ gunique_summary_reset(Relation index)
 	LWLockAcquire(summaries_lock, LW_SHARED);
 	summary = hash_search(summaries, &tag, HASH_FIND, NULL);
 	if (summary != NULL)
-		summary_clear(summary, typid);
+		summary_clear(summary, typid, &refs);
 	LWLockRelease(summaries_lock);
+	gunique_filter_free_detached(&refs);
 	summary_relcache_callback((Datum) 0, RelationGetRelid(index));
 }
 
@@ -512,12 +517,14 @@ gunique_summary_forget(Oid indexoid)
 {
 	SummaryTag	tag = {MyDatabaseId, indexoid};
 	GuniqueSummary *summary;
+	GuniqueFilterRefs refs = {0, 0};
 
 	if (summaries == NULL)
 		return;
 	LWLockAcquire(summaries_lock, LW_SHARED);
 	summary = hash_search(summaries, &tag, HASH_FIND, NULL);
 	if (summary != NULL)
-		summary_clear(summary, summary->typid);
+		summary_clear(summary, summary->typid, &refs);
 	LWLockRelease(summaries_lock);
+	gunique_filter_free_detached(&refs);
 }

@@ -8,7 +8,7 @@
  * probe would search every other leaf's btree.  A key filter answers "surely
  * not here" for almost every key the leaf does not hold, for the price of
  * one cache line: each leaf whose key is summarized also gets a blocked
- * bloom filter (all of a key's bits lie in one 64-byte block).  So does each
+ * bloom filter (a key sets one bit in each word of one 64-byte block).  So does each
  * group of leaves that can share keys (probe.c), kept in the summary entry
  * of the group's top index: for a new key it rules every leaf out at once,
  * whatever the number of partitions.  What is said below of a leaf holds
@@ -71,7 +71,6 @@
 
 #define FILTER_BLOCK_WORDS	GUNIQUE_FILTER_BLOCK_WORDS	/* a key's bits */
 #define FILTER_BITS_PER_KEY 12
-#define FILTER_HASHES		6	/* bits per key, 9 bits of hash each */
 #define FILTER_MIN_CLASS	10	/* 1 kB of bits: 682 keys */
 #define FILTER_MAX_CLASS	40
 #define FILTER_MIN_KEYS		1024
@@ -184,19 +183,18 @@ filter_mix(uint64 h)
 	return h;
 }
 
-/* Which bits of its block a key sets, as one mask per word. */
+/*
+ * Which bits of its block a key sets: one in each word (a split block bloom
+ * filter), as one mask per word.  Each mask is worked out on its own, with
+ * no word of the block written twice.
+ */
 static inline void
 filter_masks(uint64 hash, uint64 *masks)
 {
 	uint64		h = filter_mix(hash ^ UINT64CONST(0x9e3779b97f4a7c15));
 
-	memset(masks, 0, sizeof(uint64) * FILTER_BLOCK_WORDS);
-	for (int i = 0; i < FILTER_HASHES; i++)
-	{
-		int			bit = (h >> (9 * i)) & 511;
-
-		masks[bit >> 6] |= UINT64CONST(1) << (bit & 63);
-	}
+	for (int i = 0; i < FILTER_BLOCK_WORDS; i++)
+		masks[i] = UINT64CONST(1) << ((h >> (6 * i)) & 63);
 }
 
 /*
@@ -241,8 +239,7 @@ filter_set(uint64 ref, uint64 hash, bool count)
 
 	filter_masks(hash, masks);
 	for (int i = 0; i < FILTER_BLOCK_WORDS; i++)
-		if (masks[i] != 0 &&
-			(pg_atomic_read_u64(&block[i]) & masks[i]) != masks[i])
+		if ((pg_atomic_read_u64(&block[i]) & masks[i]) == 0)
 			pg_atomic_fetch_or_u64(&block[i], masks[i]);
 	if (!count || (hash >> FILTER_SAMPLE_SHIFT) != 0)
 		return false;

@@ -209,12 +209,11 @@ group_set_key(ProbeGroup *pg, GuniqueScope *scope)
 
 /*
  * A copy of the leaves of the index's group, own leaf left out if
- * skip_self; *nleaves and *self receive their count and own leaf's position
- * among them (-1 if left out).
+ * skip_self; *nleaves receives their count.
  */
 static GuniqueLeaf *
 group_leaves(GuniqueScope *scope, GuniqueLeafPlace *place, bool skip_self,
-			 int *nleaves, int *self)
+			 int *nleaves)
 {
 	GuniqueLeaf *leaves = palloc(sizeof(GuniqueLeaf) * place->count);
 
@@ -222,7 +221,6 @@ group_leaves(GuniqueScope *scope, GuniqueLeafPlace *place, bool skip_self,
 	for (int i = 0; i < place->count; i++)
 		if (!skip_self || i != place->self)
 			leaves[(*nleaves)++] = scope->leaves[place->first + i];
-	*self = skip_self ? -1 : place->self;
 	return leaves;
 }
 
@@ -362,11 +360,10 @@ group_make_whole(ProbeGroup *pg, GuniqueScope *scope, GuniqueLeafPlace *place,
 {
 	GuniqueLeaf *leaves;
 	int			nleaves;
-	int			self;
 
 	if (!pg->skip_self && group_share(pg, place->self, generation))
 		return;
-	leaves = group_leaves(scope, place, pg->skip_self, &nleaves, &self);
+	leaves = group_leaves(scope, place, pg->skip_self, &nleaves);
 	group_open(pg, leaves, nleaves);
 	pfree(leaves);
 	/* kept up to date always, used only by groups of many leaves */

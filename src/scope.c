@@ -264,11 +264,6 @@ walk_tree(Oid indexoid, Oid group, TreeWalk *walk)
 
 	walk->members = lappend_oid(walk->members, indexoid);
 	walk->members = lappend_oid(walk->members, heapoid);
-	if (get_rel_relkind(indexoid) != RELKIND_INDEX)
-	{
-		walk->inner = lappend_oid(walk->inner, indexoid);
-		walk->inner = lappend_oid(walk->inner, heapoid);
-	}
 
 	if (get_rel_relkind(indexoid) == RELKIND_INDEX)
 	{
@@ -284,6 +279,9 @@ walk_tree(Oid indexoid, Oid group, TreeWalk *walk)
 		bool		split = false;
 		List	   *children;
 		ListCell   *lc;
+
+		walk->inner = lappend_oid(walk->inner, indexoid);
+		walk->inner = lappend_oid(walk->inner, heapoid);
 
 		if (group == indexoid)
 		{

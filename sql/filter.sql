@@ -196,4 +196,32 @@ INSERT INTO v SELECT 1 + g % 3,
 SELECT refused('v', 'SELECT format(''(%s, %L)'', 1 + a % 3, u) AS v FROM v WHERE get_byte(uuid_send(u), 15) < 8');
 SELECT count(*), count(DISTINCT u) FROM v;
 
+-- Past the group's filter (a key that exists, or was inserted and rolled
+-- back), the leaves whose range may hold the key are found by a binary
+-- search of the statement's copies of the ranges, sorted by their low
+-- ends, and a walk back while a range reaching the key may come: sv_3 also
+-- holds 1777, so its range reaches over sv_4 .. sv_17.  Within a
+-- statement, a range that widens is sorted into place again: -7 makes
+-- sv_20's range start first, 5001 makes sv_31's reach furthest.
+CREATE TABLE sv (a int, b int) PARTITION BY RANGE (a);
+DO $$
+BEGIN
+	FOR i IN 0 .. 31 LOOP
+		EXECUTE format('CREATE TABLE sv_%s PARTITION OF sv FOR VALUES FROM (%s) TO (%s)',
+					   i, i * 100, (i + 1) * 100);
+	END LOOP;
+END $$;
+INSERT INTO sv SELECT g, g FROM generate_series(0, 3199, 2) g;
+INSERT INTO sv VALUES (301, 1777);
+CREATE UNIQUE INDEX sv_b_key ON sv USING gunique (b);
+INSERT INTO sv VALUES (2001, 1777);
+INSERT INTO sv VALUES (1701, 1700);
+INSERT INTO sv VALUES (1702, 1779);
+BEGIN;
+INSERT INTO sv VALUES (3101, 3199);
+ROLLBACK;
+INSERT INTO sv VALUES (3105, 3199), (2001, -7), (5, -7);
+INSERT INTO sv VALUES (3107, 3199), (3109, 5001), (7, 5001);
+SELECT tableoid::regclass, a, b FROM sv WHERE b % 2 <> 0 OR b NOT BETWEEN 0 AND 3198 ORDER BY a;
+
 DROP SCHEMA gfil CASCADE;

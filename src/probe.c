@@ -350,6 +350,70 @@ probe_view_prefetch(ProbeLeafView *view, ProbeKey *pk, GuniqueFilterKey *fkey)
 		gunique_filter_ref_prefetch(view->filter, fkey);
 }
 
+static int
+probe_view_min_cmp(const void *a, const void *b, void *arg)
+{
+	ProbeLeafView *leaves = arg;
+	uint64		ma = leaves[*(const int *) a].min;
+	uint64		mb = leaves[*(const int *) b].min;
+
+	return ma < mb ? -1 : ma > mb ? 1 : 0;
+}
+
+/*
+ * Sort the leaves by the low ends of their ranges, and note for each place
+ * in that order the highest high end so far, so that the leaves whose range
+ * may hold a key are found by a binary search and a short walk back: with
+ * keys that follow the partitioning, one or two leaves of hundreds.  Ranges
+ * only widen, so after the first sort the order is nearly right, and an
+ * insertion sort puts it right in one pass.
+ */
+static void
+probe_views_order(ProbeViews *views, int n)
+{
+	ProbeLeafView *leaves = views->leaves;
+	int		   *order = views->order;
+	uint64		reach = 0;
+
+	if (!views->ordered)
+		qsort_arg(order, n, sizeof(int), probe_view_min_cmp, leaves);
+	else
+		for (int j = 1; j < n; j++)
+		{
+			int			x = order[j];
+			int			k = j;
+
+			for (; k > 0 && leaves[order[k - 1]].min > leaves[x].min; k--)
+				order[k] = order[k - 1];
+			order[k] = x;
+		}
+	views->ordered = true;
+	for (int j = 0; j < n; j++)
+	{
+		reach = Max(reach, leaves[order[j]].max);
+		views->reach[j] = reach;
+	}
+}
+
+/* How many leaves, in views->order, have ranges that start at or below key. */
+static int
+probe_views_upto(ProbeViews *views, int n, uint64 key)
+{
+	int			lo = 0;
+	int			hi = n;
+
+	while (lo < hi)
+	{
+		int			mid = lo + (hi - lo) / 2;
+
+		if (views->leaves[views->order[mid]].min <= key)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo;
+}
+
 /*
  * Under the key lock: the copies of the group's leaves' ranges and
  * filters, read again if the group's count of changes moved since.  They
@@ -359,7 +423,7 @@ probe_view_prefetch(ProbeLeafView *view, ProbeKey *pk, GuniqueFilterKey *fkey)
  * once every key lock has been released since (filter.c).  A leaf without
  * a summary is searched.
  */
-static ProbeLeafView *
+static ProbeViews *
 probe_views(ProbeGroup *pg)
 {
 	ProbeViews *views = pg->views;
@@ -367,12 +431,13 @@ probe_views(ProbeGroup *pg)
 
 	pg_read_barrier();
 	if (views->valid && views->changes == changes)
-		return views->leaves;
+		return views;
 	for (int i = 0; i < pg->ntargets; i++)
 		probe_view_read(pg->summaries[i], &views->leaves[i]);
+	probe_views_order(views, pg->ntargets);
 	views->changes = changes;
 	views->valid = true;
-	return views->leaves;
+	return views;
 }
 
 /*
@@ -406,6 +471,59 @@ probe_group_needed(ProbeGroup *pg, GuniqueFilterKey *fkey, uint64 *counts)
 }
 
 /*
+ * Search leaf i of the group, unless its scan is not ready (then it is left
+ * in *unready for the caller to make ready without the key lock).
+ */
+static Oid
+probe_target(ProbeGroup *pg, int i, ProbeFinding *finding, Datum *values,
+			 bool *isnull, uint64 *counts, ProbeScan **unready)
+{
+	if (!pg->targets[i]->ready)
+	{
+		*unready = pg->targets[i];
+		return InvalidOid;
+	}
+	counts[GUNIQUE_STAT_LEAVES_PROBED]++;
+	return probe_leaf(pg->targets[i], pg->nkeys, values, isnull, finding);
+}
+
+/*
+ * Past the group's filter: the leaves whose range may hold the key, found
+ * in the statement's copies (probe_views_order), then their filters.
+ */
+static Oid
+probe_group_views(ProbeGroup *pg, ProbeKey *pk, GuniqueFilterKey *fkey,
+				  ProbeFinding *finding, Datum *values, bool *isnull,
+				  uint64 *counts, ProbeScan **unready)
+{
+	ProbeViews *views = probe_views(pg);
+	ProbeLeafView *leaves = views->leaves;
+	int			upto = probe_views_upto(views, pg->ntargets, pk->key);
+	int			walked = 0;
+	Oid			conflict = InvalidOid;
+
+	for (int j = upto - 1; j >= upto - PROBE_AHEAD && j >= 0; j--)
+		probe_view_prefetch(&leaves[views->order[j]], pk, fkey);
+	for (int j = upto - 1;
+		 j >= 0 && views->reach[j] >= pk->key && !OidIsValid(conflict) &&
+		 *unready == NULL; j--)
+	{
+		int			i = views->order[j];
+
+		walked++;
+		if (j >= PROBE_AHEAD)
+			probe_view_prefetch(&leaves[views->order[j - PROBE_AHEAD]], pk,
+								fkey);
+		if (probe_view_needed(pg, i, &leaves[i], pk, fkey, counts))
+			conflict = probe_target(pg, i, finding, values, isnull, counts,
+									unready);
+	}
+	/* the rest start above the key or end below it */
+	counts[GUNIQUE_STAT_LEAVES_SKIPPED] += pg->ntargets - walked;
+	return conflict;
+}
+
+/*
  * Under the key lock: look for the key in every leaf of the group that its
  * summary and filter do not rule out, own leaf included.  Returns the table
  * of a leaf that holds the key (a violation) or InvalidOid, with what it
@@ -417,7 +535,6 @@ probe_group(ProbeGroup *pg, ProbeKey *pk, ProbeFinding *finding,
 			Datum *values, bool *isnull, uint64 *counts, ProbeScan **unready)
 {
 	Oid			conflict = InvalidOid;
-	ProbeLeafView *views = NULL;
 	ProbeLeafView view;
 	GuniqueFilterKey fkey;
 	ProbeScanContext cxt;
@@ -427,37 +544,23 @@ probe_group(ProbeGroup *pg, ProbeKey *pk, ProbeFinding *finding,
 	gunique_filter_key(&fkey, pk->hash);
 	if (pk->summarized && !probe_group_needed(pg, &fkey, counts))
 		return InvalidOid;
-	if (pk->summarized && pg->views != NULL)
-	{
-		views = probe_views(pg);
-		for (int i = 0; i < PROBE_AHEAD && i < pg->ntargets; i++)
-			probe_view_prefetch(&views[i], pk, &fkey);
-	}
 	gunique_probescan_enter(&cxt);
-	for (int i = 0; i < pg->ntargets && !OidIsValid(conflict); i++)
-	{
-		if (views != NULL)
+	if (pk->summarized && pg->views != NULL)
+		conflict = probe_group_views(pg, pk, &fkey, finding, values, isnull,
+									 counts, unready);
+	else
+		for (int i = 0; i < pg->ntargets && !OidIsValid(conflict) &&
+			 *unready == NULL; i++)
 		{
-			if (i + PROBE_AHEAD < pg->ntargets)
-				probe_view_prefetch(&views[i + PROBE_AHEAD], pk, &fkey);
-			if (!probe_view_needed(pg, i, &views[i], pk, &fkey, counts))
-				continue;
+			if (pk->summarized && pg->summaries[i] != NULL)
+			{
+				probe_view_read(pg->summaries[i], &view);
+				if (!probe_view_needed(pg, i, &view, pk, &fkey, counts))
+					continue;
+			}
+			conflict = probe_target(pg, i, finding, values, isnull, counts,
+									unready);
 		}
-		else if (pk->summarized && pg->summaries[i] != NULL)
-		{
-			probe_view_read(pg->summaries[i], &view);
-			if (!probe_view_needed(pg, i, &view, pk, &fkey, counts))
-				continue;
-		}
-		if (!pg->targets[i]->ready)
-		{
-			*unready = pg->targets[i];
-			break;
-		}
-		counts[GUNIQUE_STAT_LEAVES_PROBED]++;
-		conflict = probe_leaf(pg->targets[i], pg->nkeys, values, isnull,
-							  finding);
-	}
 	gunique_probescan_leave(&cxt);
 	return conflict;
 }

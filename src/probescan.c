@@ -373,6 +373,10 @@ group_make_whole(ProbeGroup *pg, GuniqueScope *scope, GuniqueLeafPlace *place,
 	{
 		pg->views = palloc0(sizeof(ProbeViews));
 		pg->views->leaves = palloc(sizeof(ProbeLeafView) * pg->ntargets);
+		pg->views->order = palloc(sizeof(int) * pg->ntargets);
+		pg->views->reach = palloc(sizeof(uint64) * pg->ntargets);
+		for (int i = 0; i < pg->ntargets; i++)
+			pg->views->order[i] = i;
 	}
 	if (!pg->skip_self)
 		group_own(pg);

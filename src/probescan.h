@@ -60,6 +60,10 @@ typedef struct ProbeViews
 	bool		valid;
 	uint64		changes;
 	ProbeLeafView *leaves;		/* one per target */
+	bool		ordered;		/* "order" has been sorted once */
+	int		   *order;			/* the targets by the low end of their range */
+	uint64	   *reach;			/* reach[j]: the highest high end of the
+								 * ranges of order[0 .. j] */
 } ProbeViews;
 
 /*

@@ -52,6 +52,8 @@
 static MemoryContext ProbeScanMemory = NULL;
 static HTAB *probe_scans = NULL;
 static HTAB *probe_groups = NULL;
+static ProbeGroup *last_group = NULL;	/* the group asked for last: rows go
+										 * to one partition in runs */
 
 /*
  * The first leaf of each group to be built in the statement, whose targets
@@ -450,16 +452,16 @@ group_build(Relation index, bool skip_self, bool light_ok)
 ProbeGroup *
 gunique_probescan_group(Relation index, bool skip_self)
 {
-	if (probe_groups != NULL)
-	{
-		Oid			indexoid = RelationGetRelid(index);
-		ProbeGroup *pg = hash_search(probe_groups, &indexoid, HASH_FIND, NULL);
+	Oid			indexoid = RelationGetRelid(index);
+	ProbeGroup *pg = last_group;
 
-		if (pg != NULL && pg->skip_self == skip_self &&
-			pg->scope_generation == gunique_scope_generation())
-			return pg;
-	}
-	return group_build(index, skip_self, true);
+	if ((pg == NULL || pg->indexoid != indexoid) && probe_groups != NULL)
+		pg = hash_search(probe_groups, &indexoid, HASH_FIND, NULL);
+	if (pg == NULL || pg->skip_self != skip_self ||
+		pg->scope_generation != gunique_scope_generation())
+		pg = group_build(index, skip_self, true);
+	last_group = pg;
+	return pg;
 }
 
 /*
@@ -474,7 +476,8 @@ gunique_probescan_group_whole(Relation index, bool skip_self)
 
 	if (!pg->light)
 		return pg;
-	return group_build(index, skip_self, false);
+	last_group = group_build(index, skip_self, false);
+	return last_group;
 }
 
 /* Forget every scan and group; their memory goes with them. */
@@ -486,6 +489,7 @@ probescan_reset(void)
 	group_owners = NULL;
 	probe_scans = NULL;
 	probe_groups = NULL;
+	last_group = NULL;
 	MemoryContextReset(ProbeScanMemory);
 }
 

@@ -50,6 +50,8 @@ typedef struct LocalStats
 static HTAB *shared_stats = NULL;
 static LWLock *stats_lock = NULL;
 static HTAB *local_stats = NULL;
+static LocalStats *local_last = NULL;	/* the entry added to last: inserts
+										 * into one partition come in runs */
 static bool local_pending = false;
 
 PG_FUNCTION_INFO_V1(gunique_probe_stats);
@@ -98,9 +100,14 @@ gunique_stats_add(Relation index, const uint64 *counts)
 		local_stats = hash_create("gunique local stats", 16, &ctl,
 								  HASH_ELEM | HASH_BLOBS | HASH_CONTEXT);
 	}
-	local = hash_search(local_stats, &indexoid, HASH_ENTER, &found);
-	if (!found)
-		memset(local->counts, 0, sizeof(local->counts));
+	local = local_last;
+	if (local == NULL || local->indexoid != indexoid)
+	{
+		local = hash_search(local_stats, &indexoid, HASH_ENTER, &found);
+		if (!found)
+			memset(local->counts, 0, sizeof(local->counts));
+		local_last = local;
+	}
 	for (int i = 0; i < GUNIQUE_NSTATS; i++)
 		local->counts[i] += counts[i];
 	local_pending = true;
@@ -139,6 +146,7 @@ gunique_stats_flush(void)
 	if (!local_pending)
 		return;
 	local_pending = false;
+	local_last = NULL;
 	hash_seq_init(&status, local_stats);
 	while ((local = hash_seq_search(&status)) != NULL)
 	{

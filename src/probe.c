@@ -519,7 +519,8 @@ probe_group_views(ProbeGroup *pg, ProbeKey *pk, GuniqueFilterKey *fkey,
 									unready);
 	}
 	/* the rest start above the key or end below it */
-	counts[GUNIQUE_STAT_LEAVES_SKIPPED] += pg->ntargets - walked;
+	if (!OidIsValid(conflict) && *unready == NULL)
+		counts[GUNIQUE_STAT_LEAVES_SKIPPED] += pg->ntargets - walked;
 	return conflict;
 }
 

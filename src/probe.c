@@ -440,6 +440,17 @@ probe_views(ProbeGroup *pg)
 	return views;
 }
 
+/* Does the group's filter rule the key out of its n leaves? */
+static inline bool
+probe_group_excludes(GuniqueSummary *group_summary, GuniqueFilterKey *fkey,
+					 int n, uint64 *counts)
+{
+	if (!gunique_filter_ref_excludes(gunique_filter_ref(group_summary), fkey))
+		return false;
+	counts[GUNIQUE_STAT_LEAVES_FILTERED] += n;
+	return true;
+}
+
 /*
  * Could any leaf of the group hold the key, as far as the group's filter
  * tells?  One cache line rules out every leaf for most new keys.  Notes in
@@ -453,11 +464,8 @@ probe_group_needed(ProbeGroup *pg, GuniqueFilterKey *fkey, uint64 *counts)
 
 	if (summary == NULL || !pg->use_group_filter)
 		return true;
-	if (gunique_filter_ref_excludes(gunique_filter_ref(summary), fkey))
-	{
-		counts[GUNIQUE_STAT_LEAVES_FILTERED] += pg->ntargets;
+	if (probe_group_excludes(summary, fkey, pg->ntargets, counts))
 		return false;
-	}
 	if (pg->self >= 0 && gunique_filter_missing(summary))
 	{
 		if (pg->group_keys == 0)
@@ -579,11 +587,9 @@ probe_light(ProbeGroup *pg, ProbeKey *pk, uint64 *counts)
 	if (!pk->summarized)
 		return false;
 	gunique_filter_key(&fkey, pk->hash);
-	if (!gunique_filter_ref_excludes(gunique_filter_ref(pg->group_summary),
-									 &fkey))
+	if (!probe_group_excludes(pg->group_summary, &fkey, pg->nleaves, counts))
 		return false;
 	counts[GUNIQUE_STAT_PROBES]++;
-	counts[GUNIQUE_STAT_LEAVES_FILTERED] += pg->nleaves;
 	return true;
 }
 

@@ -407,30 +407,24 @@ scope_fill_key(GuniqueScope *scope, Relation index)
 static void
 scope_install_places(GuniqueScope *scope, Oid topindex)
 {
-	int			first = 0;
-
-	for (int i = 0; i < scope->nleaves; i++)
+	for (int first = 0, end; first < scope->nleaves; first = end)
 	{
-		LeafEntry  *entry;
+		/* the group's leaves: [first, end) */
+		for (end = first + 1; end < scope->nleaves &&
+			 scope->leaves[end].group == scope->leaves[first].group; end++)
+			;
+		for (int i = first; i < end; i++)
+		{
+			LeafEntry  *entry = hash_search(leaf_map,
+											&scope->leaves[i].indexoid,
+											HASH_ENTER, NULL);
 
-		if (scope->leaves[i].group != scope->leaves[first].group)
-			first = i;
-		entry = hash_search(leaf_map, &scope->leaves[i].indexoid,
-							HASH_ENTER, NULL);
-		entry->topindex = topindex;
-		entry->place.group = scope->leaves[i].group;
-		entry->place.first = first;
-		entry->place.self = i - first;
-	}
-	/* every leaf of a group gets the group's count */
-	for (int i = scope->nleaves - 1, last = i; i >= 0; i--)
-	{
-		LeafEntry  *entry = hash_search(leaf_map, &scope->leaves[i].indexoid,
-										HASH_FIND, NULL);
-
-		if (scope->leaves[i].group != scope->leaves[last].group)
-			last = i;
-		entry->place.count = last - entry->place.first + 1;
+			entry->topindex = topindex;
+			entry->place.group = scope->leaves[i].group;
+			entry->place.first = first;
+			entry->place.count = end - first;
+			entry->place.self = i - first;
+		}
 	}
 }
 

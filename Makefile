@@ -20,7 +20,7 @@ OBJS = \
 	src/verify.o
 
 DATA = gunique--1.0.sql gunique--1.0--1.1.sql gunique--1.1--1.2.sql \
-	gunique--1.2--1.3.sql
+	gunique--1.2--1.3.sql gunique--1.3--1.4.sql
 PGFILEDESC = "gunique - unique indexes across partitions"
 
 REGRESS = opclass plain partitioned probescan summary filter onconflict foreignkey lifecycle verify

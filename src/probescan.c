@@ -211,18 +211,34 @@ group_set_key(ProbeGroup *pg, GuniqueScope *scope)
 
 /*
  * A copy of the leaves of the index's group, own leaf left out if
- * skip_self; *nleaves receives their count.
+ * skip_self; *nleaves receives their count, *self own leaf's place among
+ * them (-1 if left out).  Other indexes of own partition (siblings, see
+ * scope.c) are left out too: the row is nbtree's to check there, and it
+ * may already be in them.
  */
 static GuniqueLeaf *
 group_leaves(GuniqueScope *scope, GuniqueLeafPlace *place, bool skip_self,
-			 int *nleaves)
+			 int *nleaves, int *self)
 {
 	GuniqueLeaf *leaves = palloc(sizeof(GuniqueLeaf) * place->count);
+	Oid			ownheap = scope->leaves[place->first + place->self].heapoid;
 
 	*nleaves = 0;
+	*self = -1;
 	for (int i = 0; i < place->count; i++)
-		if (!skip_self || i != place->self)
-			leaves[(*nleaves)++] = scope->leaves[place->first + i];
+	{
+		GuniqueLeaf *leaf = &scope->leaves[place->first + i];
+
+		if (i == place->self)
+		{
+			if (skip_self)
+				continue;
+			*self = *nleaves;
+		}
+		else if (leaf->heapoid == ownheap)
+			continue;
+		leaves[(*nleaves)++] = *leaf;
+	}
 	return leaves;
 }
 
@@ -336,7 +352,8 @@ group_init(ProbeGroup *pg, Relation index, bool skip_self,
 {
 	pg->scope_generation = 0;	/* not valid until built */
 	pg->skip_self = skip_self;
-	pg->needed = place->count > (skip_self ? 0 : 1);
+	/* a sibling's rows go into its leaf too, which probes for them */
+	pg->needed = !place->sibling && place->count > (skip_self ? 0 : 1);
 	pg->light = false;
 	pg->filters_wanted = false;
 	pg->self = skip_self ? -1 : place->self;
@@ -362,10 +379,12 @@ group_make_whole(ProbeGroup *pg, GuniqueScope *scope, GuniqueLeafPlace *place,
 {
 	GuniqueLeaf *leaves;
 	int			nleaves;
+	bool		shared = !pg->skip_self && !place->siblings;
 
-	if (!pg->skip_self && group_share(pg, place->self, generation))
+	/* with siblings, each partition leaves out its own: nothing to share */
+	if (shared && group_share(pg, place->self, generation))
 		return;
-	leaves = group_leaves(scope, place, pg->skip_self, &nleaves);
+	leaves = group_leaves(scope, place, pg->skip_self, &nleaves, &pg->self);
 	group_open(pg, leaves, nleaves);
 	pfree(leaves);
 	/* kept up to date always, used only by groups of many leaves */
@@ -380,7 +399,7 @@ group_make_whole(ProbeGroup *pg, GuniqueScope *scope, GuniqueLeafPlace *place,
 		for (int i = 0; i < pg->ntargets; i++)
 			pg->views->order[i] = i;
 	}
-	if (!pg->skip_self)
+	if (shared)
 		group_own(pg);
 }
 

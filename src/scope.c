@@ -30,13 +30,17 @@
 #include "postgres.h"
 
 #include "access/genam.h"
+#include "access/htup_details.h"
 #include "access/nbtree.h"
 #include "access/stratnum.h"
 #include "access/sysattr.h"
 #include "access/table.h"
 #include "access/xact.h"
 #include "catalog/index.h"
+#include "catalog/indexing.h"
 #include "catalog/partition.h"
+#include "catalog/pg_class.h"
+#include "catalog/pg_index.h"
 #include "catalog/pg_inherits.h"
 #include "optimizer/optimizer.h"
 #include "partitioning/partdefs.h"
@@ -45,8 +49,10 @@
 #include "utils/inval.h"
 #include "utils/lsyscache.h"
 #include "utils/memutils.h"
+#include "utils/fmgroids.h"
 #include "utils/partcache.h"
 #include "utils/rel.h"
+#include "utils/syscache.h"
 
 #include "scope.h"
 
@@ -99,11 +105,19 @@ scope_flush(void)
 	cache_generation++;
 }
 
+/*
+ * With nothing cached, a lookup may be building: any invalidation may
+ * concern what it has read so far, so the generation moves and the lookup
+ * starts again (scope_build).
+ */
 static void
 scope_relcache_callback(Datum arg, Oid relid)
 {
 	if (member_set == NULL)
+	{
+		cache_generation++;
 		return;
+	}
 	if (!OidIsValid(relid) ||
 		hash_search(member_set, &relid, HASH_FIND, NULL) != NULL)
 		scope_flush();
@@ -252,6 +266,127 @@ partition_key_determined(Relation index, Relation table)
 	return true;
 }
 
+static void
+walk_add_leaf(TreeWalk *walk, Oid indexoid, Oid heapoid, Oid group,
+			  bool sibling)
+{
+	GuniqueLeaf *leaf = palloc(sizeof(GuniqueLeaf));
+
+	leaf->indexoid = indexoid;
+	leaf->heapoid = heapoid;
+	leaf->group = group;
+	leaf->sibling = sibling;
+	walk->leaves = lappend(walk->leaves, leaf);
+}
+
+/* Is a column of two pg_index rows the same, byte for byte? */
+static bool
+index_field_equal(HeapTuple a, HeapTuple b, int attnum, TupleDesc desc)
+{
+	bool		anull;
+	bool		bnull;
+	Datum		ad = heap_getattr(a, attnum, desc, &anull);
+	Datum		bd = heap_getattr(b, attnum, desc, &bnull);
+	struct varlena *av;
+	struct varlena *bv;
+
+	if (anull || bnull)
+		return anull && bnull;
+	av = pg_detoast_datum((struct varlena *) DatumGetPointer(ad));
+	bv = pg_detoast_datum((struct varlena *) DatumGetPointer(bd));
+	return VARSIZE(av) == VARSIZE(bv) &&
+		memcmp(av, bv, VARSIZE(av)) == 0;
+}
+
+/* Do two pg_index rows define the same index key? */
+static bool
+index_same_definition(HeapTuple a, HeapTuple b, TupleDesc desc)
+{
+	Form_pg_index fa = (Form_pg_index) GETSTRUCT(a);
+	Form_pg_index fb = (Form_pg_index) GETSTRUCT(b);
+	static const int fields[] = {
+		Anum_pg_index_indkey, Anum_pg_index_indcollation,
+		Anum_pg_index_indclass, Anum_pg_index_indoption,
+		Anum_pg_index_indexprs, Anum_pg_index_indpred
+	};
+
+	if (fa->indnatts != fb->indnatts || fa->indnkeyatts != fb->indnkeyatts ||
+		fa->indnullsnotdistinct != fb->indnullsnotdistinct)
+		return false;
+	for (int i = 0; i < lengthof(fields); i++)
+		if (!index_field_equal(a, b, fields[i], desc))
+			return false;
+	return true;
+}
+
+/* Is the index of access method "relam" and no partition of another? */
+static bool
+index_standalone_of_am(Oid indexoid, Oid relam)
+{
+	HeapTuple	tup = SearchSysCache1(RELOID, ObjectIdGetDatum(indexoid));
+	bool		result;
+
+	if (!HeapTupleIsValid(tup))
+		return false;
+	result = ((Form_pg_class) GETSTRUCT(tup))->relam == relam &&
+		!((Form_pg_class) GETSTRUCT(tup))->relispartition;
+	ReleaseSysCache(tup);
+	return result;
+}
+
+/*
+ * Add the siblings of a leaf: the other indexes of its partition that
+ * receive inserts (indisready), have its access method and definition and
+ * are no partition of another index.  REINDEX CONCURRENTLY makes one (the
+ * copy it builds, until it swaps it in as the leaf; then the index it
+ * replaced, until that is marked dead): while both take inserts, inserters
+ * that saw the swap and inserters that did not probe through different
+ * indexes of the partition, so probes search both (see README).
+ */
+static void
+walk_siblings(Oid indexoid, Oid heapoid, Oid group, TreeWalk *walk)
+{
+	HeapTuple	leaftup = SearchSysCache1(INDEXRELID,
+										  ObjectIdGetDatum(indexoid));
+	HeapTuple	reltup;
+	Oid			relam;
+	Relation	pg_index;
+	ScanKeyData key;
+	SysScanDesc scan;
+	HeapTuple	tup;
+
+	if (!HeapTupleIsValid(leaftup))
+		return;
+	reltup = SearchSysCache1(RELOID, ObjectIdGetDatum(indexoid));
+	if (!HeapTupleIsValid(reltup))
+	{
+		ReleaseSysCache(leaftup);
+		return;
+	}
+	relam = ((Form_pg_class) GETSTRUCT(reltup))->relam;
+	ReleaseSysCache(reltup);
+
+	pg_index = table_open(IndexRelationId, AccessShareLock);
+	ScanKeyInit(&key, Anum_pg_index_indrelid, BTEqualStrategyNumber,
+				F_OIDEQ, ObjectIdGetDatum(heapoid));
+	scan = systable_beginscan(pg_index, IndexIndrelidIndexId, true, NULL,
+							  1, &key);
+	while (HeapTupleIsValid(tup = systable_getnext(scan)))
+	{
+		Form_pg_index form = (Form_pg_index) GETSTRUCT(tup);
+
+		if (form->indexrelid == indexoid || !form->indisready ||
+			!index_same_definition(leaftup, tup, RelationGetDescr(pg_index)) ||
+			!index_standalone_of_am(form->indexrelid, relam))
+			continue;
+		walk_add_leaf(walk, form->indexrelid, heapoid, group, true);
+		walk->members = lappend_oid(walk->members, form->indexrelid);
+	}
+	systable_endscan(scan);
+	table_close(pg_index, AccessShareLock);
+	ReleaseSysCache(leaftup);
+}
+
 /*
  * Walk the index tree below indexoid.  "group" is the group that indexoid
  * belongs to; it equals indexoid when every partitioned table above has its
@@ -267,12 +402,8 @@ walk_tree(Oid indexoid, Oid group, TreeWalk *walk)
 
 	if (get_rel_relkind(indexoid) == RELKIND_INDEX)
 	{
-		GuniqueLeaf *leaf = palloc(sizeof(GuniqueLeaf));
-
-		leaf->indexoid = indexoid;
-		leaf->heapoid = heapoid;
-		leaf->group = group;
-		walk->leaves = lappend(walk->leaves, leaf);
+		walk_add_leaf(walk, indexoid, heapoid, group, false);
+		walk_siblings(indexoid, heapoid, group, walk);
 	}
 	else
 	{
@@ -329,16 +460,26 @@ leaf_group_cmp(const ListCell *a, const ListCell *b)
 
 /*
  * Every leaf index of the tree under topindex, as a list of GuniqueLeaf in
- * OID order, allocated in the caller's memory context.
+ * OID order, allocated in the caller's memory context; siblings left out.
  */
 List *
 gunique_tree_leaves(Oid topindex)
 {
 	TreeWalk	walk = {NIL, NIL, NIL};
 
+	List	   *leaves = NIL;
+	ListCell   *lc;
+
 	walk_tree(topindex, InvalidOid, &walk);
-	list_sort(walk.leaves, leaf_cmp);
-	return walk.leaves;
+	foreach(lc, walk.leaves)
+	{
+		GuniqueLeaf *leaf = lfirst(lc);
+
+		if (!leaf->sibling)
+			leaves = lappend(leaves, leaf);
+	}
+	list_sort(leaves, leaf_cmp);
+	return leaves;
 }
 
 static void
@@ -409,10 +550,12 @@ scope_install_places(GuniqueScope *scope, Oid topindex)
 {
 	for (int first = 0, end; first < scope->nleaves; first = end)
 	{
+		bool		siblings = scope->leaves[first].sibling;
+
 		/* the group's leaves: [first, end) */
 		for (end = first + 1; end < scope->nleaves &&
 			 scope->leaves[end].group == scope->leaves[first].group; end++)
-			;
+			siblings |= scope->leaves[end].sibling;
 		for (int i = first; i < end; i++)
 		{
 			LeafEntry  *entry = hash_search(leaf_map,
@@ -424,8 +567,31 @@ scope_install_places(GuniqueScope *scope, Oid topindex)
 			entry->place.first = first;
 			entry->place.count = end - first;
 			entry->place.self = i - first;
+			entry->place.sibling = scope->leaves[i].sibling;
+			entry->place.siblings = siblings;
 		}
 	}
+}
+
+/*
+ * A tree built again replaces its old scope: its leaves' places must not
+ * point into the new one.
+ */
+static void
+scope_forget_leaves(GuniqueScope *scope)
+{
+	for (int i = 0; i < scope->nleaves; i++)
+	{
+		LeafEntry  *entry = hash_search(leaf_map, &scope->leaves[i].indexoid,
+										HASH_FIND, NULL);
+
+		if (entry != NULL && entry->topindex == scope->topindex)
+			hash_search(leaf_map, &scope->leaves[i].indexoid, HASH_REMOVE,
+						NULL);
+	}
+	pfree(scope->leaves);
+	pfree(scope->inneroids);
+	pfree(scope->lockoids);
 }
 
 static void
@@ -434,11 +600,14 @@ scope_install(Oid topindex, TreeWalk *walk, Relation leaf)
 	GuniqueScope *scope;
 	ListCell   *lc;
 	int			i;
+	bool		found;
 
 	if (scope_by_top == NULL)
 		scope_create_hashes();
 
-	scope = hash_search(scope_by_top, &topindex, HASH_ENTER, NULL);
+	scope = hash_search(scope_by_top, &topindex, HASH_ENTER, &found);
+	if (found)
+		scope_forget_leaves(scope);
 	scope->nleaves = list_length(walk->leaves);
 	scope->leaves = MemoryContextAlloc(ScopeContext,
 									   sizeof(GuniqueLeaf) * Max(scope->nleaves, 1));
@@ -552,6 +721,7 @@ gunique_scope_for_leaf(Relation index, GuniqueLeafPlace *place,
 					   GuniqueScopeLock lock)
 {
 	Oid			leafoid = RelationGetRelid(index);
+	int			misses = 0;
 
 	for (;;)
 	{
@@ -567,12 +737,31 @@ gunique_scope_for_leaf(Relation index, GuniqueLeafPlace *place,
 				continue;
 			entry = hash_search(leaf_map, &leafoid, HASH_FIND, NULL);
 			if (entry == NULL)
-				elog(ERROR, "index %u is missing from its gunique index tree",
-					 leafoid);
+			{
+				/*
+				 * The walk down from the top that the leaf's ancestors
+				 * named did not meet the leaf, with no invalidation in
+				 * between: the catalogs changed under two reads of them.
+				 * Read them again; never probe a tree without the leaf.
+				 */
+				if (++misses < 3)
+				{
+					scope_flush();
+					continue;
+				}
+				ereport(ERROR,
+						(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+						 errmsg("index \"%s\" is not part of its gunique index tree",
+								RelationGetRelationName(index)),
+						 errdetail("The index is a partition of another index, but the index tree does not contain it."),
+						 errhint("Retry the statement.")));
+			}
 		}
 		scope = hash_search(scope_by_top, &entry->topindex, HASH_FIND, NULL);
 		Assert(scope != NULL);
 		*place = entry->place;
+		Assert(place->first + place->self < scope->nleaves &&
+			   scope->leaves[place->first + place->self].indexoid == leafoid);
 
 		locked = lock == GUNIQUE_LOCK_ALL ? scope->locked_generation :
 			scope->inner_locked_generation;

@@ -18,6 +18,9 @@ typedef struct GuniqueLeaf
 	Oid			heapoid;
 	Oid			group;			/* leaves of different groups never share a
 								 * key: see scope.c */
+	bool		sibling;		/* not a leaf: another index of a leaf's
+								 * partition with the same definition, such
+								 * as REINDEX CONCURRENTLY's copy */
 } GuniqueLeaf;
 
 /* Where a leaf sits in its tree's scope. */
@@ -27,6 +30,8 @@ typedef struct GuniqueLeafPlace
 	int			first;			/* the group's first leaf in scope->leaves */
 	int			count;			/* the group's leaves, this one included */
 	int			self;			/* this leaf's place among them */
+	bool		sibling;		/* this index is a sibling, not a leaf */
+	bool		siblings;		/* the group has siblings */
 } GuniqueLeafPlace;
 
 /* What gunique_scope_for_leaf locks. */

@@ -135,7 +135,7 @@ verify_coverage(VerifyOutput *out, Oid toptable, List *members, LOCKMODE lockmod
  * any lock is taken, so that a refused user cannot make anyone wait.  The
  * audit reads every row's key through the top table, as a SELECT from it
  * would, so it needs SELECT there and is refused where row-level security
- * would hide rows from that SELECT.  The locked audit takes ShareLock on the
+ * applies to that SELECT.  The locked audit takes ShareLock on the
  * table and every partition, so it needs what LOCK TABLE ... IN SHARE MODE
  * on the top table needs (which does not check the partitions either).
  */
@@ -153,7 +153,7 @@ verify_check_privileges(Oid toptable, bool lock)
 		ereport(ERROR,
 				(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
 				 errmsg("permission denied for table %s", name),
-				 errdetail("gunique_verify reads every row's key, and row-level security hides some rows of the table from the current user.")));
+				 errdetail("Row-level security is enabled on the table for the current user, and gunique_verify reads every row's key.")));
 	if (lock &&
 		pg_class_aclcheck(toptable, GetUserId(),
 						  GUNIQUE_ACL_LOCK_TABLE) != ACLCHECK_OK)

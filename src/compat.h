@@ -99,4 +99,14 @@
 	pg_class_ownercheck((relid), GetUserId())
 #endif
 
+/*
+ * The privileges any one of which lets LOCK TABLE take a lock stronger than
+ * ROW EXCLUSIVE (LockTableAclCheck): PostgreSQL 17 added MAINTAIN to them.
+ */
+#if PG_VERSION_NUM >= 170000
+#define GUNIQUE_ACL_LOCK_TABLE (ACL_MAINTAIN | ACL_UPDATE | ACL_DELETE | ACL_TRUNCATE)
+#else
+#define GUNIQUE_ACL_LOCK_TABLE (ACL_UPDATE | ACL_DELETE | ACL_TRUNCATE)
+#endif
+
 #endif							/* GUNIQUE_COMPAT_H */

@@ -52,6 +52,7 @@
 #include "miscadmin.h"
 #include "storage/lmgr.h"
 #include "storage/lock.h"
+#include "storage/predicate.h"
 #include "utils/rel.h"
 #include "utils/snapmgr.h"
 
@@ -74,6 +75,9 @@ typedef struct ProbeFinding
 	uint32		speculative_token;
 	ItemPointerData tid;
 	Oid			heapoid;
+	/* a violation: the leaf index that holds the key, and where it went */
+	Relation	holder_index;
+	BlockNumber holder_blkno;
 } ProbeFinding;
 
 /*
@@ -142,26 +146,38 @@ probe_key_map(ProbeKey *pk, GuniqueSummary *summary, int nkeys,
 
 /*
  * A duplicate in the inserter's own partition reads exactly as nbtree's
- * report; one in another partition names that partition.
+ * report; one in another partition names that partition.  The key and the
+ * partition are shown only as PostgreSQL shows a key (by
+ * BuildIndexValueDescription) when a duplicate is within one partition: if
+ * the user may read the key columns of the partition that holds the other
+ * row, and row-level security is not enabled for it.  Otherwise the error
+ * has no detail, as nbtree's has none then.
+ *
+ * Before that, as nbtree does, report a serialization failure that the
+ * violation would mask: a serializable transaction that read the key where
+ * the other row went (and found nothing) conflicts with this one.
  */
 static void
 report_conflict(Relation index, Relation heap, Relation holder,
-				Datum *values, bool *isnull, IndexUniqueCheck checkUnique)
+				ProbeFinding *finding, Datum *values, bool *isnull,
+				IndexUniqueCheck checkUnique)
 {
-	char	   *key_desc = BuildIndexValueDescription(index, values, isnull);
+	char	   *key_desc;
 	bool		elsewhere = RelationGetRelid(holder) != RelationGetRelid(heap);
+
+	CheckForSerializableConflictIn(finding->holder_index, NULL,
+								   finding->holder_blkno);
+	key_desc = BuildIndexValueDescription(finding->holder_index, values,
+										  isnull);
 
 	ereport(ERROR,
 			(errcode(ERRCODE_UNIQUE_VIOLATION),
 			 errmsg("duplicate key value violates unique constraint \"%s\"",
 					RelationGetRelationName(index)),
-			 !elsewhere ?
-			 (key_desc ? errdetail("Key %s already exists.", key_desc) : 0) :
-			 key_desc ?
+			 key_desc == NULL ? 0 :
+			 !elsewhere ? errdetail("Key %s already exists.", key_desc) :
 			 errdetail("Key %s already exists in partition \"%s\".",
-					   key_desc, RelationGetRelationName(holder)) :
-			 errdetail("The key already exists in partition \"%s\".",
-					   RelationGetRelationName(holder)),
+					   key_desc, RelationGetRelationName(holder)),
 			 elsewhere && checkUnique == UNIQUE_CHECK_PARTIAL ?
 			 errhint("INSERT ... ON CONFLICT resolves conflicts within one partition only; this key is held by another partition.") : 0,
 			 errtableconstraint(heap, RelationGetRelationName(index))));
@@ -255,8 +271,8 @@ probe_page(ProbeScan *ps, Page page, OffsetNumber off, bool *past_key,
  * not less than the key, then every equal entry, moving right while the
  * high key equals the key (as nbtree's own unique check does).  Returns the
  * leaf's table if it holds the key live or inserted by this transaction (a
- * violation); otherwise records in *finding the first transaction in
- * progress that holds the key.
+ * violation, with the leaf's index and page in *finding); otherwise records
+ * in *finding the first transaction in progress that holds the key.
  */
 static Oid
 probe_leaf(ProbeScan *ps, int nkeys, Datum *values, bool *isnull,
@@ -267,6 +283,7 @@ probe_leaf(ProbeScan *ps, int nkeys, Datum *values, bool *isnull,
 	Page		page;
 	BTPageOpaque opaque;
 	OffsetNumber off;
+	BlockNumber first;
 	bool		conflict = false;
 	bool		past_key = false;
 
@@ -275,6 +292,7 @@ probe_leaf(ProbeScan *ps, int nkeys, Datum *values, bool *isnull,
 	if (!BufferIsValid(buf))
 		return InvalidOid;		/* the btree is empty */
 
+	first = BufferGetBlockNumber(buf);
 	page = BufferGetPage(buf);
 	off = first_candidate(rel, ps->itup_key, page);
 	for (;;)
@@ -298,7 +316,17 @@ probe_leaf(ProbeScan *ps, int nkeys, Datum *values, bool *isnull,
 	}
 	_bt_relbuf(rel, buf);
 	gunique_probescan_done(ps);
-	return conflict ? RelationGetRelid(ps->heap) : InvalidOid;
+	if (!conflict)
+		return InvalidOid;
+
+	/*
+	 * The first page the key could be on, where nbtree's unique check looks
+	 * for serialization conflicts, and where an index scan for the key
+	 * takes its predicate lock.
+	 */
+	finding->holder_index = rel;
+	finding->holder_blkno = first;
+	return RelationGetRelid(ps->heap);
 }
 
 /* Read a leaf's range and filter (under the key lock); NULL: all keys. */
@@ -790,7 +818,8 @@ gunique_probe_insert(Relation index, Datum *values, bool *isnull,
 
 			counts[GUNIQUE_STAT_CONFLICTS]++;
 			gunique_stats_add(index, counts);
-			report_conflict(index, heap, holder, values, isnull, checkUnique);
+			report_conflict(index, heap, holder, &finding, values, isnull,
+							checkUnique);
 		}
 		counts[GUNIQUE_STAT_WAITS]++;
 		probe_wait(&finding);

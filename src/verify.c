@@ -13,7 +13,8 @@
  * Without "lock", it takes AccessShareLock and judges rows by the
  * statement's MVCC snapshot, so it runs beside a live workload and reports
  * only what that snapshot sees.  With "lock", it takes ShareLock on every
- * partition (writers wait) and a fresh snapshot after locking.
+ * partition (writers wait) and a fresh snapshot after locking.  Who may do
+ * either: verify_check_privileges().
  *
  *-------------------------------------------------------------------------
  */
@@ -31,10 +32,12 @@
 #include "utils/acl.h"
 #include "utils/builtins.h"
 #include "utils/lsyscache.h"
+#include "utils/rls.h"
 #include "utils/rel.h"
 #include "utils/snapmgr.h"
 #include "utils/syscache.h"
 
+#include "compat.h"
 #include "merge.h"
 #include "scope.h"
 #include "tree.h"
@@ -127,6 +130,40 @@ verify_coverage(VerifyOutput *out, Oid toptable, List *members, LOCKMODE lockmod
 	}
 }
 
+/*
+ * May the user run the audit on the table?  Checked on the top table before
+ * any lock is taken, so that a refused user cannot make anyone wait.  The
+ * audit reads every row's key through the top table, as a SELECT from it
+ * would, so it needs SELECT there and is refused where row-level security
+ * applies to that SELECT.  The locked audit takes ShareLock on the
+ * table and every partition, so it needs what LOCK TABLE ... IN SHARE MODE
+ * on the top table needs (which does not check the partitions either).
+ */
+static void
+verify_check_privileges(Oid toptable, bool lock)
+{
+	const char *name = get_rel_name(toptable);
+
+	if (pg_class_aclcheck(toptable, GetUserId(), ACL_SELECT) != ACLCHECK_OK)
+		ereport(ERROR,
+				(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
+				 errmsg("permission denied for table %s", name),
+				 errdetail("gunique_verify reads every row's key.")));
+	if (check_enable_rls(toptable, InvalidOid, true) == RLS_ENABLED)
+		ereport(ERROR,
+				(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
+				 errmsg("permission denied for table %s", name),
+				 errdetail("Row-level security is enabled on the table for the current user, and gunique_verify reads every row's key.")));
+	if (lock &&
+		pg_class_aclcheck(toptable, GetUserId(),
+						  GUNIQUE_ACL_LOCK_TABLE) != ACLCHECK_OK)
+		ereport(ERROR,
+				(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
+				 errmsg("permission denied for table %s", name),
+				 errdetail("gunique_verify with lock => true locks the table in SHARE mode, as LOCK TABLE does."),
+				 errhint("Run it without lock, or as a role that LOCK TABLE allows to lock the table in SHARE mode.")));
+}
+
 Datum
 gunique_verify(PG_FUNCTION_ARGS)
 {
@@ -152,11 +189,7 @@ gunique_verify(PG_FUNCTION_ARGS)
 
 	topindex = gunique_tree_top(indexoid);
 	toptable = IndexGetRelation(topindex, false);
-	if (pg_class_aclcheck(toptable, GetUserId(), ACL_SELECT) != ACLCHECK_OK)
-		ereport(ERROR,
-				(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
-				 errmsg("permission denied for table %s", get_rel_name(toptable)),
-				 errdetail("gunique_verify reads every row's key.")));
+	verify_check_privileges(toptable, lock);
 
 	LockRelationOid(toptable, lockmode);
 	members = find_all_inheritors(topindex, AccessShareLock, NULL);

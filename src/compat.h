@@ -15,6 +15,8 @@
 #error "gunique requires PostgreSQL 15 or later"
 #endif
 
+#include "storage/lock.h"
+
 /*
  * Before PostgreSQL 18, BuildSpeculativeIndexInfo raises an internal error
  * for a unique index that is not btree, so ON CONFLICT cannot work at all on
@@ -108,5 +110,22 @@
 #else
 #define GUNIQUE_ACL_LOCK_TABLE (ACL_UPDATE | ACL_DELETE | ACL_TRUNCATE)
 #endif
+
+/*
+ * Does this backend hold the lock in "mode" or a stronger one?  PostgreSQL
+ * 17 gave LockHeldByMe an argument for that.
+ */
+static inline bool
+gunique_lock_held_or_stronger(const LOCKTAG *tag, LOCKMODE mode)
+{
+#if PG_VERSION_NUM >= 170000
+	return LockHeldByMe(tag, mode, true);
+#else
+	for (LOCKMODE m = mode; m <= MaxLockMode; m++)
+		if (LockHeldByMe(tag, m))
+			return true;
+	return false;
+#endif
+}
 
 #endif							/* GUNIQUE_COMPAT_H */

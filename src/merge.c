@@ -705,7 +705,14 @@ merge_fill_begin(MergeState *state, Relation topindex)
 									   true) :
 			 gunique_filter_extend_begin(&state->group_fill, group))
 	{
-		if (topindex->rd_createSubid != InvalidSubTransactionId)
+		/*
+		 * A filter read whole holds the leaves this transaction sees, which
+		 * a rollback may change (an earlier DETACH, DROP or TRUNCATE): it
+		 * goes then.  The check's locks keep every inserter away until
+		 * the end of the transaction.  Keys added to the filter there is
+		 * leave it a superset whatever happens.
+		 */
+		if (whole)
 			gunique_summary_forget_at_abort(RelationGetRelid(topindex));
 	}
 	else

@@ -662,25 +662,28 @@ cover_own_key(GuniqueSummary *summary, GuniqueSummary *group_summary,
 }
 
 /*
- * Build the group's filter from all its leaves.  If this transaction
- * rebuilt one of them (TRUNCATE, REINDEX), the filter is made from the new
- * btree and must go if that rolls back; the locks that rebuild took keep
- * every other prober of the group away until then.
+ * Build the group's filter from all its leaves, unless this transaction
+ * has changed the tree (DETACH, DROP, TRUNCATE, REINDEX of a member, ...):
+ * the filter would hold the keys of the leaves as this transaction sees
+ * them, and light probes of other transactions, which lock no leaf, would
+ * rely on it before a rollback brings the old leaves back.  The filter
+ * there is keeps taking every key meanwhile (a full one only rules out
+ * fewer keys); a later transaction replaces it.
  */
 static void
-build_group_filter(ProbeGroup *pg)
+build_group_filter(ProbeGroup *pg, Relation index)
 {
-	Relation   *indexes = palloc(sizeof(Relation) * pg->ntargets);
-	bool		rebuilt = false;
+	Relation   *indexes;
 
+	if (pg->tree_changed == 0)
+		pg->tree_changed = gunique_tree_changed_here(index) ? 'y' : 'n';
+	if (pg->tree_changed == 'y')
+		return;
+	indexes = palloc(sizeof(Relation) * pg->ntargets);
 	for (int i = 0; i < pg->ntargets; i++)
-	{
 		indexes[i] = pg->targets[i]->index;
-		rebuilt |= gunique_summary_built_here(pg->targets[i]->indexoid);
-	}
-	if (gunique_filter_build(pg->group_summary, indexes, pg->ntargets, NULL) &&
-		rebuilt)
-		gunique_summary_forget_at_abort(pg->group);
+	(void) gunique_filter_build(pg->group_summary, indexes, pg->ntargets,
+								NULL);
 	pfree(indexes);
 }
 
@@ -710,7 +713,7 @@ build_filters(ProbeGroup *pg, Relation index, bool own_full, bool group_full)
 	/* a group's filter is built from all its leaves, own leaf included */
 	if ((pg->group_filter_wanted || group_full) && pg->self >= 0 &&
 		pg->use_group_filter)
-		build_group_filter(pg);
+		build_group_filter(pg, index);
 	pg->group_filter_wanted = false;
 }
 

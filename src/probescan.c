@@ -369,6 +369,7 @@ group_init(ProbeGroup *pg, Relation index, bool skip_self,
 	pg->views = NULL;
 	pg->group_keys = 0;
 	pg->group_filter_wanted = false;
+	pg->tree_changed = 0;
 	group_set_key(pg, scope);
 }
 

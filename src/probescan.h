@@ -96,6 +96,8 @@ typedef struct ProbeGroup
 	uint64		group_keys;		/* keys the group seems to hold; 0 until
 								 * needed */
 	bool		group_filter_wanted;	/* worth building now */
+	char		tree_changed;	/* 0 until asked, then 'y' or 'n': see
+								 * gunique_tree_changed_here */
 	ProbeViews *views;			/* with the group's filter in use, else NULL */
 
 	/* The key, as in GuniqueScope. */

@@ -42,6 +42,7 @@
 #include "catalog/pg_class.h"
 #include "catalog/pg_index.h"
 #include "catalog/pg_inherits.h"
+#include "miscadmin.h"
 #include "optimizer/optimizer.h"
 #include "partitioning/partdefs.h"
 #include "storage/lmgr.h"
@@ -54,6 +55,7 @@
 #include "utils/rel.h"
 #include "utils/syscache.h"
 
+#include "compat.h"
 #include "scope.h"
 
 typedef struct LeafEntry
@@ -769,4 +771,34 @@ gunique_scope_for_leaf(Relation index, GuniqueLeafPlace *place,
 			scope_lock(scope, lock))
 			return scope;
 	}
+}
+
+/*
+ * Has this transaction changed, or may it still change, the tree of leaf
+ * index "index" in a way that a rollback undoes: does it hold a lock
+ * stronger than an inserter's on any of the tree's relations?  DETACH,
+ * DROP and CREATE TABLE ... PARTITION OF lock the partition's parent
+ * (ShareUpdateExclusiveLock or stronger), which is a member; TRUNCATE,
+ * REINDEX, VACUUM FULL and CLUSTER lock the leaf or its table.  Locks of
+ * an aborted subtransaction are gone with its changes.  What such a
+ * transaction sees of the tree must not be published as a group's filter
+ * (probe.c; see README).  Walks every relation of the tree: call it only
+ * when about to build something from the tree.
+ */
+bool
+gunique_tree_changed_here(Relation index)
+{
+	GuniqueLeafPlace place;
+	GuniqueScope *scope = gunique_scope_for_leaf(index, &place,
+												 GUNIQUE_LOCK_NONE);
+
+	for (int i = 0; i < scope->nlocks; i++)
+	{
+		LOCKTAG		tag;
+
+		SET_LOCKTAG_RELATION(tag, MyDatabaseId, scope->lockoids[i]);
+		if (gunique_lock_held_or_stronger(&tag, ShareUpdateExclusiveLock))
+			return true;
+	}
+	return false;
 }

@@ -73,6 +73,8 @@ extern GuniqueScope *gunique_scope_for_leaf(Relation index,
 
 extern uint64 gunique_scope_generation(void);
 
+extern bool gunique_tree_changed_here(Relation index);
+
 extern List *gunique_tree_leaves(Oid topindex);
 
 extern Oid	gunique_tree_top(Oid indexoid);

@@ -280,16 +280,6 @@ summary_subxact_callback(SubXactEvent event, SubTransactionId mySubid,
 	nbuilt = kept;
 }
 
-/* Did this transaction build the leaf's btree (so far)? */
-bool
-gunique_summary_built_here(Oid indexoid)
-{
-	for (int i = 0; i < nbuilt; i++)
-		if (built[i].indexoid == indexoid)
-			return true;
-	return false;
-}
-
 void
 gunique_summary_init(void)
 {

@@ -63,7 +63,6 @@ extern void gunique_summary_compute(GuniqueSummary *summary, Relation heap,
 extern void gunique_summary_reset(Relation index);
 extern void gunique_summary_forget(Oid indexoid);
 extern void gunique_summary_forget_at_abort(Oid indexoid);
-extern bool gunique_summary_built_here(Oid indexoid);
 
 /*
  * The summary's range as it is now, in keys mapped by gunique_summary_key:

@@ -775,6 +775,7 @@ gunique_probe_insert(Relation index, Datum *values, bool *isnull,
 	 * The statement's scans of the group's leaves, opened (and the tree
 	 * locked) before the key lock is taken.
 	 */
+	gunique_probescan_bind(indexInfo->ii_Context);
 	for (;;)
 	{
 		ProbeFinding finding;

@@ -14,7 +14,9 @@
  * to the transaction's resource owner: probe code brackets its work with
  * gunique_probescan_enter and _leave.  They are released
  *
- *	 - when a statement ends (ExecutorEnd), and before any utility statement
+ *	 - when a statement ends (ExecutorEnd), or the executor memory of the
+ *	   inserts that use them is freed (the apply worker of logical
+ *	   replication ends no statement), and before any utility statement
  *	   runs, so that the statement that follows an INSERT or COPY (DROP or
  *	   DETACH of a partition, say) finds no reference of ours to the
  *	   relations it changes;
@@ -69,6 +71,9 @@ typedef struct GroupOwner
 static HTAB *group_owners = NULL;
 
 static ExecutorEnd_hook_type prev_ExecutorEnd = NULL;
+
+/* The executor memory whose deletion releases the scans, if any. */
+static MemoryContext bound_context = NULL;
 
 static void probescan_ExecutorEnd(QueryDesc *queryDesc);
 static void probescan_xact_callback(XactEvent event, void *arg);
@@ -547,6 +552,36 @@ probescan_forget_all(void)
 {
 	gunique_stats_flush();
 	probescan_reset();
+}
+
+static void
+probescan_context_reset(void *arg)
+{
+	if (bound_context == (MemoryContext) arg)
+		bound_context = NULL;
+	gunique_probescan_release_all();
+}
+
+/*
+ * Release the scans also when the executor memory of the inserts that use
+ * them goes (the IndexInfo's context: FreeExecutorState), not only at
+ * ExecutorEnd.  The logical replication apply worker makes an executor
+ * state per change and never runs ExecutorEnd; scans kept open until
+ * commit made a TRUNCATE later in the same remote transaction fail on
+ * "being used by active queries in this session".
+ */
+void
+gunique_probescan_bind(MemoryContext cxt)
+{
+	MemoryContextCallback *cb;
+
+	if (cxt == NULL || cxt == bound_context)
+		return;
+	cb = MemoryContextAlloc(cxt, sizeof(MemoryContextCallback));
+	cb->func = probescan_context_reset;
+	cb->arg = cxt;
+	MemoryContextRegisterResetCallback(cxt, cb);
+	bound_context = cxt;
 }
 
 static void

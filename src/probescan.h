@@ -125,5 +125,6 @@ extern ProbeGroup *gunique_probescan_group(Relation index, bool skip_self);
 extern ProbeGroup *gunique_probescan_group_whole(Relation index,
 												 bool skip_self);
 extern void gunique_probescan_release_all(void);
+extern void gunique_probescan_bind(MemoryContext cxt);
 
 #endif							/* GUNIQUE_PROBESCAN_H */

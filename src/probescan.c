@@ -352,8 +352,8 @@ group_light_possible(GuniqueLeafPlace *place, bool skip_self)
 
 /* A group's fields before it is built. */
 static void
-group_init(ProbeGroup *pg, Relation index, bool skip_self,
-		   GuniqueLeafPlace *place, GuniqueScope *scope)
+group_init(ProbeGroup *pg, bool skip_self, GuniqueLeafPlace *place,
+		   GuniqueScope *scope)
 {
 	pg->scope_generation = 0;	/* not valid until built */
 	pg->skip_self = skip_self;
@@ -366,7 +366,7 @@ group_init(ProbeGroup *pg, Relation index, bool skip_self,
 	pg->ntargets = 0;
 	pg->targets = NULL;
 	pg->summaries = NULL;
-	pg->own_summary = gunique_summary_for(index);
+	pg->own_summary = NULL;
 	pg->any_summary = NULL;
 	pg->group = place->group;
 	pg->group_summary = NULL;
@@ -380,19 +380,16 @@ group_init(ProbeGroup *pg, Relation index, bool skip_self,
 
 /* Open every leaf of the group, or share another leaf's targets. */
 static void
-group_make_whole(ProbeGroup *pg, GuniqueScope *scope, GuniqueLeafPlace *place,
-				 uint64 generation)
+group_make_whole(ProbeGroup *pg, GuniqueLeaf *leaves, int nleaves, int self,
+				 GuniqueLeafPlace *place, uint64 generation)
 {
-	GuniqueLeaf *leaves;
-	int			nleaves;
 	bool		shared = !pg->skip_self && !place->siblings;
 
 	/* with siblings, each partition leaves out its own: nothing to share */
 	if (shared && group_share(pg, place->self, generation))
 		return;
-	leaves = group_leaves(scope, place, pg->skip_self, &nleaves, &pg->self);
+	pg->self = self;
 	group_open(pg, leaves, nleaves);
-	pfree(leaves);
 	/* kept up to date always, used only by groups of many leaves */
 	pg->group_summary = group_summary(pg->group);
 	pg->use_group_filter = nleaves >= GUNIQUE_GROUP_FILTER_MIN_LEAVES;
@@ -426,6 +423,9 @@ group_build(Relation index, bool skip_self, bool light_ok)
 		ProbeGroup *pg;
 		ProbeScanContext cxt;
 		bool		light;
+		GuniqueLeaf *leaves;
+		int			nleaves = 0;
+		int			self = -1;
 
 		/* Lock the tree only if another leaf can hold the keys. */
 		scope = gunique_scope_for_leaf(index, &place, GUNIQUE_LOCK_NONE);
@@ -442,7 +442,17 @@ group_build(Relation index, bool skip_self, bool light_ok)
 										  sizeof(ProbeGroup));
 		/* a rebuilt group's old arrays may be shared: the context frees them */
 		pg = hash_search(probe_groups, &indexoid, HASH_ENTER, NULL);
-		group_init(pg, index, skip_self, &place, scope);
+
+		/*
+		 * Copy what the scope says before anything that may process
+		 * invalidations (opening a relation, a catalog lookup) flushes it.
+		 */
+		group_init(pg, skip_self, &place, scope);
+		leaves = pg->needed ?
+			group_leaves(scope, &place, skip_self, &nleaves, &self) : NULL;
+		scope = NULL;
+
+		pg->own_summary = gunique_summary_for(index);
 		if (pg->needed && light)
 		{
 			pg->group_summary = group_summary(place.group);
@@ -453,12 +463,16 @@ group_build(Relation index, bool skip_self, bool light_ok)
 			if (light)
 			{
 				/* no group filter to stand in: lock every leaf after all */
+				if (leaves != NULL)
+					pfree(leaves);
 				gunique_probescan_leave(&cxt);
 				light_ok = false;
 				continue;
 			}
-			group_make_whole(pg, scope, &place, generation);
+			group_make_whole(pg, leaves, nleaves, self, &place, generation);
 		}
+		if (leaves != NULL)
+			pfree(leaves);
 		gunique_probescan_leave(&cxt);
 
 		if (generation == gunique_scope_generation())

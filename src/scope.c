@@ -43,6 +43,7 @@
 #include "catalog/pg_index.h"
 #include "catalog/pg_inherits.h"
 #include "miscadmin.h"
+#include "nodes/readfuncs.h"
 #include "optimizer/optimizer.h"
 #include "partitioning/partdefs.h"
 #include "storage/lmgr.h"
@@ -50,6 +51,7 @@
 #include "utils/inval.h"
 #include "utils/lsyscache.h"
 #include "utils/memutils.h"
+#include "utils/builtins.h"
 #include "utils/fmgroids.h"
 #include "utils/partcache.h"
 #include "utils/rel.h"
@@ -80,6 +82,9 @@ static HTAB *member_set = NULL;
 /* Bumped whenever the cache is flushed. */
 static uint64 cache_generation = 1;
 
+/* A tree is being walked for the cache (scope_build). */
+static bool walking = false;
+
 /* Bumped whenever locks taken by gunique_scope_lock may have been released. */
 static uint64 lock_generation = 1;
 
@@ -108,18 +113,17 @@ scope_flush(void)
 }
 
 /*
- * With nothing cached, a lookup may be building: any invalidation may
- * concern what it has read so far, so the generation moves and the lookup
- * starts again (scope_build).
+ * While a tree is being walked, any invalidation may concern what the walk
+ * has read so far (its relations are not members yet), so the generation
+ * moves and the lookup starts again (scope_build).
  */
 static void
 scope_relcache_callback(Datum arg, Oid relid)
 {
-	if (member_set == NULL)
-	{
+	if (walking)
 		cache_generation++;
+	if (member_set == NULL)
 		return;
-	}
 	if (!OidIsValid(relid) ||
 		hash_search(member_set, &relid, HASH_FIND, NULL) != NULL)
 		scope_flush();
@@ -300,6 +304,25 @@ index_field_equal(HeapTuple a, HeapTuple b, int attnum, TupleDesc desc)
 		memcmp(av, bv, VARSIZE(av)) == 0;
 }
 
+/*
+ * Is an expression column (indexprs, indpred) of two pg_index rows the
+ * same tree?  Compared as nodes: REINDEX CONCURRENTLY's copy stores them
+ * read back from the original's text, which loses their token locations.
+ */
+static bool
+index_expr_equal(HeapTuple a, HeapTuple b, int attnum, TupleDesc desc)
+{
+	bool		anull;
+	bool		bnull;
+	Datum		ad = heap_getattr(a, attnum, desc, &anull);
+	Datum		bd = heap_getattr(b, attnum, desc, &bnull);
+
+	if (anull || bnull)
+		return anull && bnull;
+	return equal(stringToNode(TextDatumGetCString(ad)),
+				 stringToNode(TextDatumGetCString(bd)));
+}
+
 /* Do two pg_index rows define the same index key? */
 static bool
 index_same_definition(HeapTuple a, HeapTuple b, TupleDesc desc)
@@ -308,8 +331,7 @@ index_same_definition(HeapTuple a, HeapTuple b, TupleDesc desc)
 	Form_pg_index fb = (Form_pg_index) GETSTRUCT(b);
 	static const int fields[] = {
 		Anum_pg_index_indkey, Anum_pg_index_indcollation,
-		Anum_pg_index_indclass, Anum_pg_index_indoption,
-		Anum_pg_index_indexprs, Anum_pg_index_indpred
+		Anum_pg_index_indclass, Anum_pg_index_indoption
 	};
 
 	if (fa->indnatts != fb->indnatts || fa->indnkeyatts != fb->indnkeyatts ||
@@ -318,7 +340,8 @@ index_same_definition(HeapTuple a, HeapTuple b, TupleDesc desc)
 	for (int i = 0; i < lengthof(fields); i++)
 		if (!index_field_equal(a, b, fields[i], desc))
 			return false;
-	return true;
+	return index_expr_equal(a, b, Anum_pg_index_indexprs, desc) &&
+		index_expr_equal(a, b, Anum_pg_index_indpred, desc);
 }
 
 /* Is the index of access method "relam" and no partition of another? */
@@ -397,7 +420,17 @@ walk_siblings(Oid indexoid, Oid heapoid, Oid group, TreeWalk *walk)
 static void
 walk_tree(Oid indexoid, Oid group, TreeWalk *walk)
 {
-	Oid			heapoid = IndexGetRelation(indexoid, false);
+	Oid			heapoid = IndexGetRelation(indexoid, true);
+
+	/*
+	 * Dropped since its parent's children were read (REINDEX CONCURRENTLY
+	 * drops the index it replaced): what was read is stale, read again.
+	 */
+	if (!OidIsValid(heapoid))
+	{
+		cache_generation++;
+		return;
+	}
 
 	walk->members = lappend_oid(walk->members, indexoid);
 	walk->members = lappend_oid(walk->members, heapoid);
@@ -663,8 +696,17 @@ scope_build(Relation leaf)
 									 ALLOCSET_SMALL_SIZES);
 	oldcxt = MemoryContextSwitchTo(buildcxt);
 
-	top = gunique_tree_top(leafindex);
-	walk_tree(top, top, &walk);
+	walking = true;
+	PG_TRY();
+	{
+		top = gunique_tree_top(leafindex);
+		walk_tree(top, top, &walk);
+	}
+	PG_FINALLY();
+	{
+		walking = false;
+	}
+	PG_END_TRY();
 	list_sort(walk.leaves, leaf_group_cmp);
 
 	MemoryContextSwitchTo(oldcxt);
@@ -802,3 +844,4 @@ gunique_tree_changed_here(Relation index)
 	}
 	return false;
 }
+

@@ -21,8 +21,17 @@ CREATE UNIQUE INDEX t_b ON t USING gunique (b);
 SELECT gunique_check_leaves('t_b');
 
 CREATE EXTENSION amcheck;
--- what amcheck says of a leaf by itself
-SELECT bt_index_check('t1_b_idx');
+-- amcheck by itself refuses a leaf (in words that vary by version)
+CREATE FUNCTION amcheck_refuses(leaf regclass) RETURNS boolean
+LANGUAGE plpgsql AS $$
+BEGIN
+	PERFORM bt_index_check(leaf);
+	RETURN false;
+EXCEPTION WHEN feature_not_supported THEN
+	RETURN true;
+END
+$$;
+SELECT amcheck_refuses('t1_b_idx');
 
 -- every leaf under the index named: a whole tree from the top, part of it
 -- from a member; with the heap's rows, and with the parent checks
@@ -51,7 +60,7 @@ UPDATE pg_index SET indisready = true WHERE indexrelid = 't2b_b_idx'::regclass;
 SELECT gunique_check_leaves('t_b');
 SELECT gunique_check_leaves('t_b', heapallindexed => true);
 -- the leaf is shown as btree to amcheck only during the call
-SELECT bt_index_check('t2b_b_idx');
+SELECT amcheck_refuses('t2b_b_idx');
 REINDEX INDEX t2b_b_idx;
 SELECT gunique_check_leaves('t_b', heapallindexed => true);
 

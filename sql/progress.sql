@@ -3,7 +3,9 @@
 -- from inside it: the comparison function of an operator class made for this
 -- test reads the backend's own report each time the merge compares keys.
 --
+SET client_min_messages = warning;
 CREATE EXTENSION IF NOT EXISTS gunique;
+RESET client_min_messages;
 CREATE SCHEMA gp;
 SET search_path = gp, public;
 

@@ -141,12 +141,12 @@ check_leaf(FmgrInfo *flinfo, Oid leafoid, bool heapallindexed,
 	Oid			heapoid = IndexGetRelation(leafoid, false);
 	Relation	leaf;
 	Oid			saved_relam;
+	Relation	saved_presented = presented_leaf;	/* a call around this one */
 
 	LockRelationOid(heapoid, lockmode);
 	leaf = index_open(leafoid, lockmode);
 	saved_relam = leaf->rd_rel->relam;
 
-	Assert(presented_leaf == NULL);
 	presented_leaf = leaf;
 	leaf->rd_rel->relam = BTREE_AM_OID;
 	PG_TRY();
@@ -156,7 +156,7 @@ check_leaf(FmgrInfo *flinfo, Oid leafoid, bool heapallindexed,
 	}
 	PG_FINALLY();
 	{
-		presented_leaf = NULL;
+		presented_leaf = saved_presented;
 		leaf->rd_rel->relam = saved_relam;
 	}
 	PG_END_TRY();

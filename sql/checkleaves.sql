@@ -70,7 +70,7 @@ SELECT c.oid::regclass, gunique_check_leaves(c.oid, heapallindexed => true)
   FROM pg_class c JOIN pg_am a ON a.oid = c.relam
  WHERE a.amname = 'gunique' AND NOT c.relispartition
    AND c.relnamespace = 'gc'::regnamespace
- ORDER BY 1::text;
+ ORDER BY c.relname;
 
 -- amcheck's functions run only for those allowed to execute them
 CREATE ROLE regress_gunique_checker;

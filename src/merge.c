@@ -34,11 +34,11 @@
 #include "lib/binaryheap.h"
 #include "pgstat.h"
 #include "storage/lmgr.h"
+#include "utils/backend_status.h"
 #include "utils/datum.h"
 #include "utils/lsyscache.h"
 #include "utils/memutils.h"
 #include "utils/rel.h"
-#include "utils/backend_status.h"
 #include "utils/snapmgr.h"
 #include "utils/sortsupport.h"
 

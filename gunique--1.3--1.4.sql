@@ -11,3 +11,13 @@ REVOKE ALL ON FUNCTION gunique_probe_stats() FROM PUBLIC;
 GRANT EXECUTE ON FUNCTION gunique_probe_stats() TO pg_read_all_stats;
 GRANT SELECT ON gunique_stat_probes TO pg_read_all_stats;
 REVOKE ALL ON FUNCTION gunique_probe_stats_reset() FROM PUBLIC;
+
+CREATE FUNCTION gunique_check_leaves(index regclass,
+									 heapallindexed boolean DEFAULT false,
+									 parent boolean DEFAULT false)
+RETURNS integer
+AS 'MODULE_PATHNAME'
+LANGUAGE C STRICT;
+
+COMMENT ON FUNCTION gunique_check_leaves(regclass, boolean, boolean) IS
+'run amcheck''s bt_index_check (bt_index_parent_check with parent) on every leaf under a gunique index; returns the number of leaves checked';

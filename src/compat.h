@@ -128,4 +128,15 @@ gunique_lock_held_or_stronger(const LOCKTAG *tag, LOCKMODE mode)
 #endif
 }
 
+/*
+ * PostgreSQL 16 replaced the per-class privilege checks with one function.
+ */
+#if PG_VERSION_NUM >= 160000
+#define gunique_proc_aclcheck(funcoid) \
+	object_aclcheck(ProcedureRelationId, (funcoid), GetUserId(), ACL_EXECUTE)
+#else
+#define gunique_proc_aclcheck(funcoid) \
+	pg_proc_aclcheck((funcoid), GetUserId(), ACL_EXECUTE)
+#endif
+
 #endif							/* GUNIQUE_COMPAT_H */

@@ -34,6 +34,7 @@
 #include "lib/binaryheap.h"
 #include "pgstat.h"
 #include "storage/lmgr.h"
+#include "utils/backend_status.h"
 #include "utils/datum.h"
 #include "utils/lsyscache.h"
 #include "utils/memutils.h"
@@ -80,6 +81,11 @@ typedef struct MergeCursor
 	/* Reading every entry, the merge fills the leaf's key filter. */
 	GuniqueFilterFill fill;
 
+	/* Pages of the leaf (metapage aside), pages read, and where to count. */
+	BlockNumber npages;
+	BlockNumber nread;
+	int64	   *blocks_done;	/* the merge's count, or NULL: no report */
+
 	/* The current entry. */
 	ItemPointerData tid;
 	Datum		values[INDEX_MAX_KEYS];
@@ -111,6 +117,10 @@ typedef struct MergeState
 
 	/* Visibility of the rows behind equal keys. */
 	Snapshot	snapshot;
+
+	/* Reporting to pg_stat_progress_create_index? */
+	bool		progress;
+	int64		blocks_done;
 
 	/* What was found. */
 	int64		nduplicates;
@@ -215,6 +225,10 @@ merge_cursor_load(MergeCursor *cursor, Buffer buf)
 	cursor->off = P_FIRSTDATAKEY(BTPageGetOpaque((Page) cursor->page));
 	cursor->maxoff = PageGetMaxOffsetNumber((Page) cursor->page);
 	cursor->posting = NULL;
+	cursor->nread++;
+	if (cursor->blocks_done != NULL)
+		pgstat_progress_update_param(PROGRESS_SCAN_BLOCKS_DONE,
+									 ++*cursor->blocks_done);
 	return true;
 }
 
@@ -347,6 +361,9 @@ merge_cursor_open(MergeCursor *cursor, GuniqueLeaf *leaf, LOCKMODE lockmode,
 	cursor->fetch = table_index_fetch_begin(cursor->heap);
 	cursor->slot = table_slot_create(cursor->heap, NULL);
 	cursor->page = palloc(BLCKSZ);
+	cursor->npages = RelationGetNumberOfBlocks(cursor->index);
+	if (cursor->npages > 0)
+		cursor->npages--;		/* the metapage is not read */
 }
 
 static void
@@ -615,27 +632,83 @@ check_report(CheckFirst *first, int64 nduplicates, Relation topindex,
 
 /*
  * Report the check in pg_stat_progress_create_index, as a build phase of the
- * top index ("building index: checking uniqueness across partitions").
+ * top index ("building index: checking uniqueness across partitions"; the
+ * view names the phase through the access method in the report).  No
+ * command is in progress when CREATE INDEX (DefineIndex has ended its own
+ * report) or ATTACH gets here, so the check starts one and ends it after.
+ * Should a CREATE INDEX report be in progress all the same, the check shows
+ * itself in it and leaves it to its owner; any other command's report is
+ * left alone, and the check then reports nothing.  Returns whether the
+ * check reports, and sets *started if it started the command.
  */
-static void
-merge_progress_start(Relation topindex)
+static bool
+merge_progress_start(Relation topindex, bool *started)
 {
 	const int	params[] = {
-		PROGRESS_CREATEIDX_COMMAND,
-		PROGRESS_CREATEIDX_INDEX_OID,
+		PROGRESS_CREATEIDX_ACCESS_METHOD_OID,
 		PROGRESS_CREATEIDX_PHASE,
 		PROGRESS_CREATEIDX_SUBPHASE,
+		PROGRESS_SCAN_BLOCKS_TOTAL,
+		PROGRESS_SCAN_BLOCKS_DONE,
+		PROGRESS_CREATEIDX_TUPLES_TOTAL,
+		PROGRESS_CREATEIDX_TUPLES_DONE,
 	};
 	const int64 values[] = {
-		PROGRESS_CREATEIDX_COMMAND_CREATE,
-		RelationGetRelid(topindex),
+		topindex->rd_rel->relam,
 		PROGRESS_CREATEIDX_PHASE_BUILD,
 		GUNIQUE_PHASE_MERGE_CHECK,
+		0, 0, 0, 0,
 	};
+	ProgressCommandType current = MyBEEntry != NULL ?
+		MyBEEntry->st_progress_command : PROGRESS_COMMAND_INVALID;
 
-	pgstat_progress_start_command(PROGRESS_COMMAND_CREATE_INDEX,
-								  topindex->rd_index->indrelid);
+	*started = false;
+	if (current == PROGRESS_COMMAND_INVALID)
+	{
+		pgstat_progress_start_command(PROGRESS_COMMAND_CREATE_INDEX,
+									  topindex->rd_index->indrelid);
+		pgstat_progress_update_param(PROGRESS_CREATEIDX_COMMAND,
+									 PROGRESS_CREATEIDX_COMMAND_CREATE);
+		pgstat_progress_update_param(PROGRESS_CREATEIDX_INDEX_OID,
+									 RelationGetRelid(topindex));
+		*started = true;
+	}
+	else if (current != PROGRESS_COMMAND_CREATE_INDEX)
+		return false;
 	pgstat_progress_update_multi_param(lengthof(params), params, values);
+	return true;
+}
+
+/*
+ * A cursor is done with its leaf: count the pages it did not read (internal
+ * and deleted pages, or the rest of a leaf read over ATTACH's range only),
+ * so that blocks_done reaches blocks_total when the merge ends.
+ */
+static void
+merge_progress_leaf_done(MergeState *state, MergeCursor *cursor)
+{
+	if (!state->progress || cursor->nread >= cursor->npages)
+		return;
+	state->blocks_done += cursor->npages - cursor->nread;
+	cursor->nread = cursor->npages;
+	pgstat_progress_update_param(PROGRESS_SCAN_BLOCKS_DONE,
+								 state->blocks_done);
+}
+
+/* Report the pages of every leaf as the check's total, before it reads any. */
+static void
+merge_progress_begin(MergeState *state)
+{
+	int64		total = 0;
+
+	if (!state->progress)
+		return;
+	for (int c = 0; c < state->ncursors; c++)
+	{
+		total += state->cursors[c].npages;
+		state->cursors[c].blocks_done = &state->blocks_done;
+	}
+	pgstat_progress_update_param(PROGRESS_SCAN_BLOCKS_TOTAL, total);
 }
 
 /*
@@ -748,19 +821,23 @@ merge_run(MergeState *state)
 	binaryheap *heap;
 	int64		done = 0;
 
+	merge_progress_begin(state);
 	heap = binaryheap_allocate(Max(state->ncursors, 1), merge_heap_cmp, state);
 	for (int c = 0; c < state->ncursors; c++)
 	{
 		MergeCursor *cursor = &state->cursors[c];
 
-		if (cursor->skip)
-			continue;
-		if (cursor->bounded)
-			merge_cursor_start_at(state, cursor);
-		else
-			merge_cursor_start(cursor);
+		if (!cursor->skip)
+		{
+			if (cursor->bounded)
+				merge_cursor_start_at(state, cursor);
+			else
+				merge_cursor_start(cursor);
+		}
 		if (!cursor->skip && merge_cursor_next(state, cursor))
 			binaryheap_add_unordered(heap, Int32GetDatum(c));
+		else
+			merge_progress_leaf_done(state, cursor);
 	}
 	binaryheap_build(heap);
 
@@ -772,32 +849,31 @@ merge_run(MergeState *state)
 		if (merge_cursor_next(state, &state->cursors[c]))
 			binaryheap_replace_first(heap, Int32GetDatum(c));
 		else
+		{
 			(void) binaryheap_remove_first(heap);
+			merge_progress_leaf_done(state, &state->cursors[c]);
+		}
 
 		if ((++done & 1023) == 0)
 		{
-			pgstat_progress_update_param(PROGRESS_CREATEIDX_TUPLES_DONE, done);
+			if (state->progress)
+				pgstat_progress_update_param(PROGRESS_CREATEIDX_TUPLES_DONE,
+											 done);
 			CHECK_FOR_INTERRUPTS();
 		}
 	}
+	if (state->progress)
+		pgstat_progress_update_param(PROGRESS_CREATEIDX_TUPLES_DONE, done);
 	if (state->inrun)
 		merge_close_run(state);
 	binaryheap_free(heap);
 }
 
-/*
- * Merge the keys of all leaves of the tree under topindex, calling
- * "callback" for every key that two or more live rows share.  Each leaf table
- * is locked in "lockmode".  Rows are live if "snapshot" sees them.  With
- * "attached", only keys that can equal a key of the leaves under that table
- * are merged.  With "fill_filters" (and writers locked out), every leaf
- * read whole gets a new key filter, and so does the tree.  Returns the
- * number of duplicated keys.
- */
-int64
-gunique_merge_tree(Oid topindexoid, LOCKMODE lockmode, Snapshot snapshot,
-				   Oid attached, bool fill_filters,
-				   GuniqueDuplicateCallback callback, void *arg)
+/* gunique_merge_tree, reporting its progress or not. */
+static int64
+merge_tree(Oid topindexoid, LOCKMODE lockmode, Snapshot snapshot,
+		   Oid attached, bool fill_filters,
+		   GuniqueDuplicateCallback callback, void *arg, bool progress)
 {
 	Relation	topindex = index_open(topindexoid, AccessShareLock);
 	List	   *leaves = gunique_tree_leaves(topindexoid);
@@ -808,6 +884,7 @@ gunique_merge_tree(Oid topindexoid, LOCKMODE lockmode, Snapshot snapshot,
 
 	merge_state_init(state, topindex);
 	state->snapshot = snapshot;
+	state->progress = progress;
 	state->callback = callback;
 	state->callback_arg = arg;
 	state->ncursors = list_length(leaves);
@@ -850,6 +927,24 @@ gunique_merge_tree(Oid topindexoid, LOCKMODE lockmode, Snapshot snapshot,
 }
 
 /*
+ * Merge the keys of all leaves of the tree under topindex, calling
+ * "callback" for every key that two or more live rows share.  Each leaf table
+ * is locked in "lockmode".  Rows are live if "snapshot" sees them.  With
+ * "attached", only keys that can equal a key of the leaves under that table
+ * are merged.  With "fill_filters" (and writers locked out), every leaf
+ * read whole gets a new key filter, and so does the tree.  Returns the
+ * number of duplicated keys.
+ */
+int64
+gunique_merge_tree(Oid topindexoid, LOCKMODE lockmode, Snapshot snapshot,
+				   Oid attached, bool fill_filters,
+				   GuniqueDuplicateCallback callback, void *arg)
+{
+	return merge_tree(topindexoid, lockmode, snapshot, attached, fill_filters,
+					  callback, arg, false);
+}
+
+/*
  * Check that no key occurs twice among the live rows of all leaves of the
  * tree under topindex, with writers locked out of every leaf.  Raises a
  * unique violation naming the first duplicate key found and the partitions
@@ -867,13 +962,16 @@ gunique_check_tree(Oid topindexoid, Oid attached, Oid only_attached)
 	Relation	topindex = index_open(topindexoid, AccessShareLock);
 	CheckFirst	first = {0};
 	int64		nduplicates;
+	bool		started;
+	bool		progress;
 
-	merge_progress_start(topindex);
-	nduplicates = gunique_merge_tree(topindexoid, ShareLock, SnapshotSelf,
-									 only_attached, true,
-									 check_remember_first, &first);
+	progress = merge_progress_start(topindex, &started);
+	nduplicates = merge_tree(topindexoid, ShareLock, SnapshotSelf,
+							 only_attached, true,
+							 check_remember_first, &first, progress);
 	if (nduplicates > 0)
 		check_report(&first, nduplicates, topindex, attached);
-	pgstat_progress_end_command();
+	if (started)
+		pgstat_progress_end_command();
 	index_close(topindex, NoLock);
 }

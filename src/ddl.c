@@ -293,7 +293,7 @@ create_index(UtilityCall *call)
 		return;
 	}
 	if (stmt->relation->inh)
-		gunique_refuse_foreign_partitions(tableoid);
+		gunique_refuse_foreign_partitions(tableoid, NoLock);
 
 	stmt = (IndexStmt *) writable_statement(call);
 	stmt->unique = false;
@@ -417,7 +417,16 @@ attach_table(UtilityCall *call, AlterTableStmt *stmt, PartitionCmd *cmd)
 	/* ATExecAttachPartition locks the table being attached this way. */
 	child = RangeVarGetRelid(cmd->name, AccessExclusiveLock, true);
 	if (OidIsValid(child) && get_rel_relkind(child) == RELKIND_PARTITIONED_TABLE)
+	{
+		/*
+		 * PostgreSQL refuses a foreign table attached under a unique index,
+		 * but with the trees non-unique it would skip a foreign partition of
+		 * the attached table, leaving it uncovered.  ATExecAttachPartition
+		 * locks the attached table's partitions the same way.
+		 */
+		gunique_refuse_foreign_partitions(child, AccessExclusiveLock);
 		run_with_trees_nonunique(call, parent, child);
+	}
 	else
 		call_standard(call, false);
 

@@ -203,6 +203,17 @@ index_set_unique(Relation pg_index, Oid indexoid, bool unique)
 	heap_freetuple(tuple);
 }
 
+/* Set pg_index.indisunique on one index, and make the change visible. */
+void
+gunique_index_set_unique(Oid indexoid, bool unique)
+{
+	Relation	pg_index = table_open(IndexRelationId, RowExclusiveLock);
+
+	index_set_unique(pg_index, indexoid, unique);
+	table_close(pg_index, RowExclusiveLock);
+	CommandCounterIncrement();
+}
+
 /*
  * Set pg_index.indisunique on every index of the tree under topindex.
  * The caller holds locks that keep the tree from changing.

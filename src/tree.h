@@ -14,6 +14,7 @@
 extern bool gunique_is_gunique_index(Oid indexoid);
 extern List *gunique_table_indexes(Oid tableoid);
 extern void gunique_tree_set_unique(Oid topindex, bool unique);
+extern void gunique_index_set_unique(Oid indexoid, bool unique);
 extern bool gunique_index_is_valid(Oid indexoid);
 extern bool gunique_index_is_unique(Oid indexoid);
 extern List *gunique_attach_validation_path(Oid parent, Oid child);

@@ -7,6 +7,7 @@ OBJS = \
 	src/btread.o \
 	src/ddl.o \
 	src/filter.o \
+	src/fkey.o \
 	src/handler.o \
 	src/keylock.o \
 	src/leafcheck.o \

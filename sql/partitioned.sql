@@ -285,6 +285,42 @@ CREATE SERVER gunique_dummy_srv FOREIGN DATA WRAPPER gunique_dummy_fdw;
 CREATE FOREIGN TABLE f2 PARTITION OF f FOR VALUES FROM (10) TO (20)
 	SERVER gunique_dummy_srv;
 CREATE UNIQUE INDEX f_b ON f USING gunique (b);
+-- Nor deeper down: the error names the table that holds the foreign one.
+DROP FOREIGN TABLE f2;
+CREATE TABLE f2 PARTITION OF f FOR VALUES FROM (10) TO (20)
+	PARTITION BY RANGE (a);
+CREATE FOREIGN TABLE f21 PARTITION OF f2 FOR VALUES FROM (10) TO (20)
+	SERVER gunique_dummy_srv;
+CREATE UNIQUE INDEX f_b ON f USING gunique (b);
+DROP TABLE f2;
+-- Nor by attaching a partitioned table that contains a foreign table, at
+-- any depth (PostgreSQL itself refuses a foreign table attached or created
+-- under a unique index).
+CREATE UNIQUE INDEX f_b ON f USING gunique (b);
+INSERT INTO f VALUES (1, 42);
+CREATE TABLE g (a int, b int) PARTITION BY RANGE (a);
+CREATE TABLE g1 PARTITION OF g FOR VALUES FROM (10) TO (15);
+CREATE FOREIGN TABLE g2 PARTITION OF g FOR VALUES FROM (15) TO (20)
+	SERVER gunique_dummy_srv;
+ALTER TABLE f ATTACH PARTITION g FOR VALUES FROM (10) TO (20);
+DROP FOREIGN TABLE g2;
+CREATE TABLE g2 PARTITION OF g FOR VALUES FROM (15) TO (20)
+	PARTITION BY RANGE (a);
+CREATE FOREIGN TABLE g21 PARTITION OF g2 FOR VALUES FROM (15) TO (20)
+	SERVER gunique_dummy_srv;
+ALTER TABLE f ATTACH PARTITION g FOR VALUES FROM (10) TO (20);
+DROP FOREIGN TABLE g21;
+CREATE FOREIGN TABLE f3 (a int, b int) SERVER gunique_dummy_srv;
+ALTER TABLE f ATTACH PARTITION f3 FOR VALUES FROM (30) TO (40);
+DROP FOREIGN TABLE f3;
+ALTER TABLE f ATTACH PARTITION g FOR VALUES FROM (10) TO (20);
+CREATE FOREIGN TABLE g21 PARTITION OF g2 FOR VALUES FROM (15) TO (20)
+	SERVER gunique_dummy_srv;
+INSERT INTO f VALUES (11, 42);
+SELECT c.relname, i.indisunique, i.indisvalid
+FROM pg_index i JOIN pg_class c ON c.oid = i.indexrelid
+WHERE i.indrelid IN (SELECT relid FROM pg_partition_tree('f'))
+ORDER BY 1;
 DROP TABLE f;
 DROP SERVER gunique_dummy_srv;
 DROP FOREIGN DATA WRAPPER gunique_dummy_fdw;

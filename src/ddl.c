@@ -27,7 +27,10 @@
  *	 clone, so the parent's gunique indexes are presented as non-unique for
  *	 the duration of the statement;
  * - ALTER TABLE ... ATTACH PARTITION: the tree is checked with writers
- *	 blocked on every leaf.
+ *	 blocked on every leaf;
+ * - before PostgreSQL 18, an ALTER TABLE that adds foreign keys (CREATE
+ *	 TABLE ... REFERENCES runs one): gunique indexes are kept out of their
+ *	 way when a btree index can serve them (fkey.c).
  *
  * An object access hook frees the shared-memory summary and key filter of
  * a leaf index that is dropped (summary.c).
@@ -55,6 +58,7 @@
 
 #include "compat.h"
 #include "ddl.h"
+#include "fkey.h"
 #include "gunique.h"
 #include "merge.h"
 #include "probescan.h"
@@ -141,7 +145,8 @@ call_standard_hooks(UtilityCall *call)
  * Before PostgreSQL 18, ATAddForeignKeyConstraint picks a unique index for
  * the referenced columns and, if it is not btree, raises an internal error.
  * Nothing runs between the choice and the error, so turn that error into
- * one that says what is wrong and what to do.
+ * one that says what is wrong and what to do.  (fkey.c keeps gunique
+ * indexes out of the way when a btree index can serve instead.)
  */
 static void
 call_standard_fk_error(UtilityCall *call)
@@ -167,7 +172,7 @@ call_standard_fk_error(UtilityCall *call)
 				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
 				 errmsg("a foreign key cannot reference columns whose unique index is a gunique index before PostgreSQL 18"),
 				 errdetail("This server enforces foreign keys only through btree indexes, and the first unique index it found on the referenced columns uses gunique."),
-				 errhint("PostgreSQL 18 can enforce foreign keys through gunique indexes.")));
+				 errhint("A foreign key can use a unique btree index on the same columns instead, if there is one and the statement does not otherwise alter the referenced table.  PostgreSQL 18 can enforce foreign keys through gunique indexes.")));
 	}
 	PG_END_TRY();
 }
@@ -293,7 +298,7 @@ create_index(UtilityCall *call)
 		return;
 	}
 	if (stmt->relation->inh)
-		gunique_refuse_foreign_partitions(tableoid);
+		gunique_refuse_foreign_partitions(tableoid, NoLock);
 
 	stmt = (IndexStmt *) writable_statement(call);
 	stmt->unique = false;
@@ -417,7 +422,16 @@ attach_table(UtilityCall *call, AlterTableStmt *stmt, PartitionCmd *cmd)
 	/* ATExecAttachPartition locks the table being attached this way. */
 	child = RangeVarGetRelid(cmd->name, AccessExclusiveLock, true);
 	if (OidIsValid(child) && get_rel_relkind(child) == RELKIND_PARTITIONED_TABLE)
+	{
+		/*
+		 * PostgreSQL refuses a foreign table attached under a unique index,
+		 * but with the trees non-unique it would skip a foreign partition of
+		 * the attached table, leaving it uncovered.  ATExecAttachPartition
+		 * locks the attached table's partitions the same way.
+		 */
+		gunique_refuse_foreign_partitions(child, AccessExclusiveLock);
 		run_with_trees_nonunique(call, parent, child);
+	}
 	else
 		call_standard(call, false);
 
@@ -524,6 +538,34 @@ attach_index(UtilityCall *call, AlterTableStmt *stmt, PartitionCmd *cmd)
 		finish_tree(top, InvalidOid, InvalidOid);
 }
 
+/*
+ * An ALTER TABLE that may add foreign keys (CREATE TABLE ... REFERENCES
+ * runs one): before PostgreSQL 18 they must not meet a gunique index before
+ * a btree index on the referenced columns (fkey.c).
+ */
+static void
+alter_table_fkeys(UtilityCall *call, AlterTableStmt *stmt)
+{
+	List	   *hidden = gunique_fkey_hide(stmt);
+
+	if (hidden == NIL)
+	{
+		call_standard(call, false);
+		return;
+	}
+	PG_TRY();
+	{
+		call_standard(call, false);
+	}
+	PG_CATCH();
+	{
+		gunique_fkey_unhide(hidden, true);
+		PG_RE_THROW();
+	}
+	PG_END_TRY();
+	gunique_fkey_unhide(hidden, false);
+}
+
 static void
 alter_table(UtilityCall *call)
 {
@@ -531,7 +573,7 @@ alter_table(UtilityCall *call)
 	PartitionCmd *cmd = attach_partition_cmd(stmt);
 
 	if (cmd == NULL)
-		call_standard(call, false);
+		alter_table_fkeys(call, stmt);
 	else if (stmt->objtype == OBJECT_INDEX)
 		attach_index(call, stmt, cmd);
 	else

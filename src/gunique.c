@@ -50,6 +50,13 @@ gunique_shmem_request(void)
 	gunique_stats_shmem_request();
 }
 
+/*
+ * The postmaster runs this at start and again after every crash restart,
+ * when it has re-created shared memory, and so does each backend where
+ * backends are not forked (EXEC_BACKEND): it only finds or creates gunique's
+ * shared structures.  Per-process registrations (callbacks, hooks) belong
+ * in _PG_init, which runs once in each process image.
+ */
 static void
 gunique_shmem_startup(void)
 {

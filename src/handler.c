@@ -34,6 +34,7 @@
 #include "compat.h"
 #include "gunique.h"
 #include "ddl.h"
+#include "fkey.h"
 #include "handler.h"
 #include "merge.h"
 #include "probe.h"
@@ -215,6 +216,11 @@ gunique_insert(Relation index, Datum *values, bool *isnull,
 {
 	if (index->rd_rel->relispartition && !gunique_preloaded)
 		gunique_report_not_preloaded("insert into a partition of a gunique index");
+
+	/* Hidden from a foreign key being added, but unique all the same. */
+	if (checkUnique == UNIQUE_CHECK_NO &&
+		gunique_fkey_hidden(RelationGetRelid(index)))
+		checkUnique = UNIQUE_CHECK_YES;
 
 	return gunique_probe_insert(index, values, isnull, heap_tid, heap,
 								checkUnique, indexUnchanged, indexInfo);

@@ -6,8 +6,16 @@
  * Before PostgreSQL 18, the executor prepares every unique index of the
  * target table for speculative insertion with BuildSpeculativeIndexInfo,
  * which raises an internal error for any index that is not btree.  gunique
- * refuses such statements at parse analysis instead, with an error that
- * says why.
+ * refuses such statements as the executor starts, with an error that says
+ * why.  Parse analysis would be too early: it sees neither the table behind
+ * an auto-updatable view nor the actions of rules, which only the rewriter
+ * adds.  The plan holds them all: a ModifyTable with an ON CONFLICT action,
+ * at the top of the statement's plan or of one of its subplans (a
+ * data-modifying WITH query is one; a rule's action is a statement of its
+ * own).
+ * Checking every execution also covers a cached plan made before the index
+ * was created on a partition below the target table, which need not
+ * invalidate it.
  *
  * From 18 on, the executor asks the access method for its equality
  * strategy, and ON CONFLICT works: conflicts within the target partition
@@ -21,8 +29,8 @@
 
 #include "catalog/index.h"
 #include "catalog/pg_inherits.h"
-#include "nodes/parsenodes.h"
-#include "parser/analyze.h"
+#include "executor/executor.h"
+#include "nodes/plannodes.h"
 #include "parser/parsetree.h"
 #include "utils/lsyscache.h"
 
@@ -32,7 +40,7 @@
 
 #ifdef GUNIQUE_NO_SPECULATIVE_INSERT
 
-static post_parse_analyze_hook_type prev_post_parse_analyze_hook = NULL;
+static ExecutorStart_hook_type prev_ExecutorStart = NULL;
 
 /* A gunique index on the table or any partition under it, or InvalidOid. */
 static Oid
@@ -51,16 +59,22 @@ find_gunique_index(Oid tableoid)
 	return InvalidOid;
 }
 
+/*
+ * Refuse a plan node that would insert with ON CONFLICT into a table with a
+ * gunique index.  An INSERT has one result relation, locked by now.
+ */
 static void
-gunique_post_parse_analyze(ParseState *pstate, Query *query,
-						   JumbleState *jstate)
+check_modify_table(PlannedStmt *pstmt, Plan *plan)
 {
-	if (prev_post_parse_analyze_hook)
-		prev_post_parse_analyze_hook(pstate, query, jstate);
+	ModifyTable *mt = (ModifyTable *) plan;
+	ListCell   *lc;
 
-	if (query->commandType == CMD_INSERT && query->onConflict != NULL)
+	if (plan == NULL || !IsA(plan, ModifyTable) ||
+		mt->onConflictAction == ONCONFLICT_NONE)
+		return;
+	foreach(lc, mt->resultRelations)
 	{
-		Oid			tableoid = rt_fetch(query->resultRelation, query->rtable)->relid;
+		Oid			tableoid = rt_fetch(lfirst_int(lc), pstmt->rtable)->relid;
 		Oid			indexoid = find_gunique_index(tableoid);
 
 		if (OidIsValid(indexoid))
@@ -74,11 +88,34 @@ gunique_post_parse_analyze(ParseState *pstate, Query *query,
 	}
 }
 
+/*
+ * The planner puts a ModifyTable only at the top of the plan of the query
+ * it belongs to: the statement's, or a subplan's.
+ */
+static void
+gunique_ExecutorStart(QueryDesc *queryDesc, int eflags)
+{
+	PlannedStmt *pstmt = queryDesc->plannedstmt;
+	ListCell   *lc;
+
+	if (pstmt->commandType != CMD_SELECT || pstmt->hasModifyingCTE)
+	{
+		check_modify_table(pstmt, pstmt->planTree);
+		foreach(lc, pstmt->subplans)
+			check_modify_table(pstmt, (Plan *) lfirst(lc));
+	}
+
+	if (prev_ExecutorStart)
+		prev_ExecutorStart(queryDesc, eflags);
+	else
+		standard_ExecutorStart(queryDesc, eflags);
+}
+
 void
 gunique_onconflict_init(void)
 {
-	prev_post_parse_analyze_hook = post_parse_analyze_hook;
-	post_parse_analyze_hook = gunique_post_parse_analyze;
+	prev_ExecutorStart = ExecutorStart_hook;
+	ExecutorStart_hook = gunique_ExecutorStart;
 }
 
 #else

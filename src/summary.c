@@ -121,8 +121,6 @@ gunique_summary_shmem_startup(void)
 							  &info, HASH_ELEM | HASH_BLOBS);
 	summaries_lock = &(GetNamedLWLockTranche("gunique summaries"))->lock;
 	LWLockRelease(AddinShmemInitLock);
-
-	CacheRegisterRelcacheCallback(summary_relcache_callback, (Datum) 0);
 }
 
 /* A dropped index's OID may come back as another index: forget memos. */
@@ -280,9 +278,16 @@ summary_subxact_callback(SubXactEvent event, SubTransactionId mySubid,
 	nbuilt = kept;
 }
 
+/*
+ * Called once per process image from _PG_init, not from the shared-memory
+ * startup hook, which the postmaster runs again after every crash: each run
+ * would take one more of PostgreSQL's few relcache callback slots, and the
+ * backends it forks inherit them all.
+ */
 void
 gunique_summary_init(void)
 {
+	CacheRegisterRelcacheCallback(summary_relcache_callback, (Datum) 0);
 	RegisterXactCallback(summary_xact_callback, NULL);
 	RegisterSubXactCallback(summary_subxact_callback, NULL);
 }

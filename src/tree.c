@@ -203,6 +203,17 @@ index_set_unique(Relation pg_index, Oid indexoid, bool unique)
 	heap_freetuple(tuple);
 }
 
+/* Set pg_index.indisunique on one index, and make the change visible. */
+void
+gunique_index_set_unique(Oid indexoid, bool unique)
+{
+	Relation	pg_index = table_open(IndexRelationId, RowExclusiveLock);
+
+	index_set_unique(pg_index, indexoid, unique);
+	table_close(pg_index, RowExclusiveLock);
+	CommandCounterIncrement();
+}
+
 /*
  * Set pg_index.indisunique on every index of the tree under topindex.
  * The caller holds locks that keep the tree from changing.
@@ -224,25 +235,33 @@ gunique_tree_set_unique(Oid topindex, bool unique)
 /*
  * A unique btree cannot be created over foreign partitions; neither can a
  * gunique index, whose partitions are built as non-unique indexes, which
- * PostgreSQL would silently skip on foreign tables.
+ * PostgreSQL would silently skip on foreign tables.  Every statement that
+ * adds partitions to a gunique tree while the tree is non-unique (CREATE
+ * INDEX, ATTACH of a partitioned table) asks here first, with tableoid the
+ * table whose partitions the tree is about to cover.  The error is the one
+ * DefineIndex raises for a unique btree, naming the partitioned table that
+ * holds the foreign partition.  lockmode is taken on every partition.
  */
 void
-gunique_refuse_foreign_partitions(Oid tableoid)
+gunique_refuse_foreign_partitions(Oid tableoid, LOCKMODE lockmode)
 {
-	List	   *members = find_all_inheritors(tableoid, NoLock, NULL);
+	List	   *members = find_all_inheritors(tableoid, lockmode, NULL);
 	ListCell   *lc;
 
 	foreach(lc, members)
 	{
 		Oid			relid = lfirst_oid(lc);
+		Oid			parent;
 
-		if (get_rel_relkind(relid) == RELKIND_FOREIGN_TABLE)
-			ereport(ERROR,
-					(errcode(ERRCODE_WRONG_OBJECT_TYPE),
-					 errmsg("cannot create unique index on partitioned table \"%s\"",
-							get_rel_name(tableoid)),
-					 errdetail("Table \"%s\" contains partitions that are foreign tables.",
-							   get_rel_name(tableoid))));
+		if (get_rel_relkind(relid) != RELKIND_FOREIGN_TABLE)
+			continue;
+		parent = get_partition_parent(relid, true);
+		ereport(ERROR,
+				(errcode(ERRCODE_WRONG_OBJECT_TYPE),
+				 errmsg("cannot create unique index on partitioned table \"%s\"",
+						get_rel_name(parent)),
+				 errdetail("Table \"%s\" contains partitions that are foreign tables.",
+						   get_rel_name(parent))));
 	}
 	list_free(members);
 }

@@ -9,13 +9,16 @@
 #define GUNIQUE_TREE_H
 
 #include "nodes/pg_list.h"
+#include "storage/lockdefs.h"
 
 extern bool gunique_is_gunique_index(Oid indexoid);
 extern List *gunique_table_indexes(Oid tableoid);
 extern void gunique_tree_set_unique(Oid topindex, bool unique);
+extern void gunique_index_set_unique(Oid indexoid, bool unique);
 extern bool gunique_index_is_valid(Oid indexoid);
 extern bool gunique_index_is_unique(Oid indexoid);
 extern List *gunique_attach_validation_path(Oid parent, Oid child);
-extern void gunique_refuse_foreign_partitions(Oid tableoid);
+extern void gunique_refuse_foreign_partitions(Oid tableoid,
+											  LOCKMODE lockmode);
 
 #endif							/* GUNIQUE_TREE_H */

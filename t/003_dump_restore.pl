@@ -6,14 +6,17 @@
 # The source database holds gunique indexes of every shape on a three-level
 # partition tree (range at the top; below it a list-partitioned partition
 # with a range-partitioned sub-partition, a hash-partitioned one and a plain
-# leaf) and on a plain table.  pg_dump emits each partitioned index as
+# leaf) and on a plain table, and foreign keys that reference columns with a
+# unique btree index and a gunique index whose name sorts first, of a plain
+# and of a partitioned table.  pg_dump emits each partitioned index as
 # CREATE UNIQUE INDEX ... ON ONLY, an index per partition and ALTER INDEX
 # ... ATTACH PARTITION per partition; the tree is checked and becomes valid
 # when its last partition is attached.  After each restore (psql from a
 # plain dump, pg_restore from a custom dump, pg_restore -j 4 from a custom
 # and a directory dump) every index has its source definition and place in
-# its tree and is valid, gunique_verify finds nothing, and cross-partition
-# duplicates are refused with SQLSTATE 23505.
+# its tree and is valid, gunique_verify finds nothing, cross-partition
+# duplicates are refused with SQLSTATE 23505, and the foreign keys are
+# there (before PostgreSQL 18, on the btree indexes) and refuse orphans.
 #
 # Then dumps whose data hold a duplicate key in two partitions: restoring
 # them fails with the key and both partitions named, and leaves that index
@@ -107,6 +110,24 @@ CREATE TABLE accounts (id int, name text);
 INSERT INTO accounts SELECT g, 'acct' || g FROM generate_series(1, 500) g;
 CREATE UNIQUE INDEX accounts_name_key ON accounts USING gunique (name);
 CREATE UNIQUE INDEX accounts_id_key ON accounts USING gunique (id) WITH (fillfactor = 70);
+
+-- Foreign keys served by a unique btree index beside a gunique index on the
+-- same columns.  Here the btree index comes first; a restore creates the
+-- indexes in name order, the gunique index first.
+CREATE TABLE members (id int, name text);
+INSERT INTO members SELECT g, 'member' || g FROM generate_series(1, 100) g;
+CREATE UNIQUE INDEX members_id_btree ON members (id);
+CREATE TABLE member_refs (member_id int REFERENCES members (id));
+INSERT INTO member_refs SELECT g FROM generate_series(1, 100, 7) g;
+CREATE UNIQUE INDEX members_id_a_gunique ON members USING gunique (id);
+CREATE TABLE tickets (id int, note text) PARTITION BY RANGE (id);
+CREATE TABLE tickets_lo PARTITION OF tickets FOR VALUES FROM (0) TO (50);
+CREATE TABLE tickets_hi PARTITION OF tickets FOR VALUES FROM (50) TO (100);
+INSERT INTO tickets SELECT g, 'ticket' || g FROM generate_series(0, 99) g;
+CREATE UNIQUE INDEX tickets_id_btree ON tickets (id);
+CREATE TABLE ticket_refs (ticket_id int REFERENCES tickets (id));
+INSERT INTO ticket_refs SELECT g FROM generate_series(0, 99, 9) g;
+CREATE UNIQUE INDEX tickets_id_a_gunique ON tickets USING gunique (id);
 ANALYZE;
 });
 
@@ -150,7 +171,7 @@ like($src_indexes, qr/USING gunique \(x, y DESC NULLS LAST\) INCLUDE \(note\)\|/
 is($node->safe_psql('src',
 		q{SELECT count(*) FROM pg_index i JOIN pg_class c ON c.oid = i.indexrelid
 		  JOIN pg_am a ON a.oid = c.relam WHERE a.amname = 'gunique' AND i.indisvalid}),
-	'74', 'source: 74 valid gunique indexes (6 trees of 12, 2 plain)');
+	'78', 'source: 78 valid gunique indexes (6 trees of 12, one of 3, 3 plain)');
 is($node->safe_psql('src', $verify_sql), '', 'source: gunique_verify is clean');
 
 # Insert one statement in a psql of its own; return (exit status, stderr).
@@ -241,6 +262,34 @@ sub check_restored
 			row_sql(11, created => q{'2025-07-07'}),
 			"INSERT INTO accounts VALUES (9999, 'fresh')"));
 	is($ret, 0, "$how: fresh keys accepted in every partition") or diag $err;
+
+	# The foreign keys beside gunique indexes are there, and enforced.
+	# Before PostgreSQL 18 they can only use the btree indexes.
+	my $fkeys = $node->safe_psql($db, q{
+		SELECT string_agg(format('%s %s', conrelid::regclass, conindid::regclass), ', '
+						  ORDER BY 1)
+		FROM pg_constraint
+		WHERE contype = 'f' AND conparentid = 0});
+	if ($node->pg_version < 18)
+	{
+		is($fkeys, 'member_refs members_id_btree, ticket_refs tickets_id_btree',
+			"$how: the foreign keys are restored, on the btree indexes");
+	}
+	else
+	{
+		like($fkeys, qr/^member_refs members_id_\w+, ticket_refs tickets_id_\w+$/,
+			"$how: the foreign keys are restored");
+	}
+	for my $orphan ('INSERT INTO member_refs VALUES (1000)',
+		'INSERT INTO ticket_refs VALUES (1000)')
+	{
+		($ret, $err) = try_sql($db, $orphan);
+		like($err, qr/ERROR:  23503: insert or update on table "\w+" violates foreign key constraint/,
+			"$how: $orphan refused");
+	}
+	($ret, $err) = try_sql($db, 'INSERT INTO tickets VALUES (51, \'again\')');
+	like($err, qr/ERROR:  23505: duplicate key value violates unique constraint/,
+		"$how: duplicate ticket refused");
 }
 
 my $plain = "$tmp/src.sql";

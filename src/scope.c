@@ -23,7 +23,15 @@
  * and DROP all invalidate the partitioned table above the partition, which
  * is a member.  A flush can happen in the middle of a lookup (locking a
  * relation processes invalidations), so lookups build in a private context
- * and retry if the cache generation moved under them.
+ * and retry if the cache generation moved under them; while a tree is being
+ * walked, every invalidation moves it, since the walk's relations are not
+ * members yet.  Callers copy what they need from a scope before anything
+ * that may process invalidations.
+ *
+ * Siblings: beside each leaf, the other ready indexes of its partition with
+ * the same access method and definition that are no partition of another
+ * index (REINDEX CONCURRENTLY's copy, then the index it replaced); see the
+ * README.
  *
  *-------------------------------------------------------------------------
  */

@@ -548,11 +548,12 @@ scope_create_hashes(void)
 }
 
 /*
- * Copy a finished walk into the cache.  Nothing here can process
- * invalidations.
+ * The tree's key, as a probe hashes and compares it.  Its catalog lookups
+ * may process invalidations: done while the tree is walked, in the walk's
+ * memory.
  */
 static void
-scope_fill_key(GuniqueScope *scope, Relation index)
+scope_fill_key(GuniqueScope *scope, Relation index, MemoryContext cxt)
 {
 	scope->nkeys = IndexRelationGetNumberOfKeyAttributes(index);
 	scope->nulls_not_distinct = index->rd_index->indnullsnotdistinct;
@@ -580,7 +581,7 @@ scope_fill_key(GuniqueScope *scope, Relation index)
 		scope->hashable[i] = get_op_hash_functions(eqop, &lhs_hash, &rhs_hash) &&
 			OidIsValid(lhs_hash);
 		if (scope->hashable[i])
-			fmgr_info_cxt(lhs_hash, &scope->hashfn[i], ScopeContext);
+			fmgr_info_cxt(lhs_hash, &scope->hashfn[i], cxt);
 	}
 }
 
@@ -637,8 +638,12 @@ scope_forget_leaves(GuniqueScope *scope)
 	pfree(scope->lockoids);
 }
 
+/*
+ * Copy a finished walk and its key into the cache.  Nothing here can
+ * process invalidations.
+ */
 static void
-scope_install(Oid topindex, TreeWalk *walk, Relation leaf)
+scope_install(Oid topindex, TreeWalk *walk, GuniqueScope *key)
 {
 	GuniqueScope *scope;
 	ListCell   *lc;
@@ -681,7 +686,16 @@ scope_install(Oid topindex, TreeWalk *walk, Relation leaf)
 	}
 	scope->locked_generation = 0;
 	scope->inner_locked_generation = 0;
-	scope_fill_key(scope, leaf);
+
+	scope->nkeys = key->nkeys;
+	scope->nulls_not_distinct = key->nulls_not_distinct;
+	for (i = 0; i < key->nkeys; i++)
+	{
+		scope->collation[i] = key->collation[i];
+		scope->hashable[i] = key->hashable[i];
+		if (key->hashable[i])
+			fmgr_info_copy(&scope->hashfn[i], &key->hashfn[i], ScopeContext);
+	}
 }
 
 /*
@@ -696,6 +710,7 @@ scope_build(Relation leaf)
 	MemoryContext buildcxt;
 	MemoryContext oldcxt;
 	TreeWalk	walk = {NIL, NIL, NIL};
+	GuniqueScope key;
 	Oid			top;
 	bool		current;
 
@@ -709,6 +724,7 @@ scope_build(Relation leaf)
 	{
 		top = gunique_tree_top(leafindex);
 		walk_tree(top, top, &walk);
+		scope_fill_key(&key, leaf, buildcxt);
 	}
 	PG_FINALLY();
 	{
@@ -720,7 +736,7 @@ scope_build(Relation leaf)
 	MemoryContextSwitchTo(oldcxt);
 	current = (generation == cache_generation);
 	if (current)
-		scope_install(top, &walk, leaf);
+		scope_install(top, &walk, &key);
 	MemoryContextDelete(buildcxt);
 	return current;
 }

@@ -184,12 +184,7 @@ gunique_check_leaves(PG_FUNCTION_ARGS)
 	ListCell   *lc;
 	int32		nleaves = 0;
 
-	if (!gunique_is_gunique_index(indexoid))
-		ereport(ERROR,
-				(errcode(ERRCODE_WRONG_OBJECT_TYPE),
-				 errmsg("\"%s\" is not a gunique index",
-						get_rel_name(indexoid) ? get_rel_name(indexoid) : "?"),
-				 errhint("Pass an index created with USING gunique.")));
+	gunique_require_gunique_index(indexoid);
 
 	fmgr_info(amcheck_function(parent ? "bt_index_parent_check" :
 							   "bt_index_check"), &flinfo);

@@ -53,6 +53,21 @@ gunique_is_gunique_index(Oid indexoid)
 	return result;
 }
 
+/* For functions that take a gunique index: refuse anything else. */
+void
+gunique_require_gunique_index(Oid indexoid)
+{
+	char	   *name;
+
+	if (gunique_is_gunique_index(indexoid))
+		return;
+	name = get_rel_name(indexoid);
+	ereport(ERROR,
+			(errcode(ERRCODE_WRONG_OBJECT_TYPE),
+			 errmsg("\"%s\" is not a gunique index", name ? name : "?"),
+			 errhint("Pass an index created with USING gunique.")));
+}
+
 /*
  * The gunique indexes defined directly on a table, in OID order.  Reads
  * pg_index only, so callers need no lock on the table (the event trigger

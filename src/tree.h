@@ -12,6 +12,7 @@
 #include "storage/lockdefs.h"
 
 extern bool gunique_is_gunique_index(Oid indexoid);
+extern void gunique_require_gunique_index(Oid indexoid);
 extern List *gunique_table_indexes(Oid tableoid);
 extern void gunique_tree_set_unique(Oid topindex, bool unique);
 extern void gunique_index_set_unique(Oid indexoid, bool unique);

@@ -180,12 +180,7 @@ gunique_verify(PG_FUNCTION_ARGS)
 	InitMaterializedSRF(fcinfo, 0);
 	out.rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
 
-	if (!gunique_is_gunique_index(indexoid))
-		ereport(ERROR,
-				(errcode(ERRCODE_WRONG_OBJECT_TYPE),
-				 errmsg("\"%s\" is not a gunique index",
-						get_rel_name(indexoid) ? get_rel_name(indexoid) : "?"),
-				 errhint("Pass an index created with USING gunique.")));
+	gunique_require_gunique_index(indexoid);
 
 	topindex = gunique_tree_top(indexoid);
 	toptable = IndexGetRelation(topindex, false);

@@ -52,12 +52,12 @@ use Test::More;
 use IPC::Run;
 use Storable qw(dclone);
 use Time::HiRes qw(time usleep);
-use List::Util qw(min);
+use List::Util qw(min max);
 
 my $seed = $ENV{GUNIQUE_STATEFUL_SEED} // 1;
 my $steps = $ENV{GUNIQUE_STATEFUL_STEPS} // 150;
 my $rounds = $ENV{GUNIQUE_STATEFUL_ROUNDS} // 2;
-my $check_every = $ENV{GUNIQUE_STATEFUL_CHECK_EVERY} // 8;
+my $check_every = $ENV{GUNIQUE_STATEFUL_CHECK_EVERY} // 10;
 my $nsess = 3;
 my $bulk_base = 100_000;       # keys of bulk inserts start here
 my $load_base = 10_000_000;    # keys of the pgbench load start here
@@ -187,7 +187,7 @@ sub ctl_query
 	my ($sql) = @_;
 	sess_send($ctl, $sql);
 	my ($st, $out) = sess_wait($ctl);
-	die "control query failed ($st): $sql\n$ctl->{lasterr}"
+	fail_now("control query failed ($st): $sql\n$ctl->{lasterr}")
 	  unless $st eq '00000';
 	return $out;
 }
@@ -213,7 +213,10 @@ sub trace
 sub fail_now
 {
 	my ($what) = @_;
+	die "FAILED\n" if $failed;    # already reported
+	$failed = 1;
 	diag "seed $seed, step $stepno: $what";
+	check_log('at the failure', 1);
 	diag "recent steps:\n" . join("\n", @trace);
 	my ($out, $err) = ('', '');
 	$node->psql('postgres',
@@ -232,13 +235,15 @@ sub new_txn
 		where => {},    # k => {slot => 1}: slots in rows
 		trunc => {},    # slot => 1: committed rows gone
 		ddl => 0,       # membership DDL done
+		bulks => [],    # bulk records inserted
+		bulkdel => {},  # slot => 1: committed bulk keys deleted
 		saves => [],    # [name, copy of the state]
 		aborted => 0,
 		nsave => 0,
 	};
 }
 
-sub state_of { my ($t) = @_; return { map { $_ => $t->{$_} } qw(parts rows where trunc ddl) }; }
+sub state_of { my ($t) = @_; return { map { $_ => $t->{$_} } qw(parts rows where trunc ddl bulks bulkdel) }; }
 
 sub copy_state { my ($t) = @_; return dclone(state_of($t)); }
 
@@ -346,7 +351,8 @@ sub judge
 			next;
 		}
 		my $unc = uncertain($t, $k);
-		$verdict = 'maybe' if $unc || !view_part($scratch, $slot)->{attached};
+		return $unc ? 'maybe' : 'noroute' unless view_part($scratch, $slot)->{attached};
+		$verdict = 'maybe' if $unc;
 		my @live = live_slots($scratch, $k);
 		if (@live)
 		{
@@ -375,6 +381,11 @@ sub commit_txn
 		delete $M{where}{$_}{$slot} for keys %{ $M{rows}{$slot} // {} };
 		$M{rows}{$slot} = {};
 	}
+	for my $slot (keys %{ $t->{trunc} }, keys %{ $t->{bulkdel} })
+	{
+		$_->{gone}{$slot} = 1 for @{ $M{bulks} };
+	}
+	push @{ $M{bulks} }, @{ $t->{bulks} };
 	$M{parts}{$_} = $t->{parts}{$_} for keys %{ $t->{parts} };
 	for my $slot (keys %{ $t->{rows} })
 	{
@@ -435,17 +446,17 @@ sub is_blocked
 {
 	my ($d) = @_;
 	my $pid = $d->{s}{pid};
-	return ctl_query(
+	$M{last_blocked} = ctl_query(
 		"SELECT pg_isolation_test_session_is_blocked($pid, "
-		  . "array(SELECT pid FROM pg_stat_activity WHERE pid NOT IN ($pid, pg_backend_pid())) || 0)"
-	) eq 't';
+		  . "array(SELECT pid FROM pg_stat_activity WHERE pid NOT IN ($pid, pg_backend_pid())) || 0)");
+	return $M{last_blocked} eq 't';
 }
 
 # Wait until the session's statement ends or waits ($may_wait) for another.
 sub settle
 {
 	my ($d, $may_wait) = @_;
-	my $deadline = time + 300;
+	my $deadline = time + 120;
 	while ($d->{pending})
 	{
 		my ($st, $out) = sess_poll($d->{s});
@@ -459,7 +470,35 @@ sub settle
 			trace("$d->{s}{name}: waits") unless $d->{pending}{waited}++;
 			return;
 		}
-		fail_now("session $d->{s}{name} hangs in: $d->{pending}{sql}")
+		fail_now("session $d->{s}{name} (pid $d->{s}{pid}) hangs in: $d->{pending}{sql}; "
+			  . join(' ', map { "$_->{s}{name}:" . ($_->{tx} ? 'tx' : '-') . ($_->{pending} ? 'P' : '') } @sess)
+			  . " may_wait $may_wait, last is_blocked: $M{last_blocked}\n"
+			  . ctl_query("SELECT string_agg(format('%s %s %s %s', pid, state, pg_blocking_pids(pid), query), E'\\n') FROM pg_stat_activity"))
+		  if time > $deadline;
+		usleep(2000);
+	}
+}
+
+# Wait until one of the waiting statements ends (nothing else is left
+# that they could be waiting for but each other and the pgbench load).
+sub wait_any
+{
+	my $deadline = time + 120;
+	while (1)
+	{
+		for my $d (grep { $_->{pending} } @sess)
+		{
+			my ($st, $out) = sess_poll($d->{s});
+			if (defined $st)
+			{
+				finish_action($d, $st, $out);
+				return;
+			}
+		}
+		fail_now('sessions hang: '
+			  . join(' ', map { "$_->{s}{name} in $_->{pending}{sql}" } grep { $_->{pending} } @sess)
+			  . "\n"
+			  . ctl_query("SELECT string_agg(format('%s %s %s %s', pid, state, pg_blocking_pids(pid), query), E'\\n') FROM pg_stat_activity"))
 		  if time > $deadline;
 		usleep(2000);
 	}
@@ -475,6 +514,13 @@ sub settle_all
 	}
 }
 
+# An error's message and detail, without the verbose lines.
+sub short_err
+{
+	my ($e) = @_;
+	return join(' ', grep { /^(ERROR|FATAL|DETAIL|PANIC)/ } split /\n/, $e);
+}
+
 sub fail_on_internal
 {
 	my ($d, $a, $st) = @_;
@@ -487,7 +533,7 @@ sub finish_action
 	my ($d, $st, $out) = @_;
 	my $a = delete $d->{pending};
 	my $t = $d->{tx};
-	trace("$d->{s}{name}: -> $st" . ($st ne '00000' ? " $d->{s}{lasterr}" : ''));
+	trace("$d->{s}{name}: -> $st" . ($st ne '00000' ? ' ' . short_err($d->{s}{lasterr}) : ''));
 	fail_on_internal($d, $a, $st);
 	$a->{out} = $out;
 	$a->{done}->($d, $st, $a) if $a->{done};
@@ -504,8 +550,26 @@ sub rows_done
 	my %legal = (
 		ok => { '00000' => 1 },
 		fail => { '23505' => 1 },
-		maybe => { '00000' => 1, '23505' => 1, '23514' => 1, '40P01' => 1 },
+		noroute => { '23514' => 1 },
+		maybe => { '00000' => 1, '23505' => 1, '23514' => 1, '40P01' => 1, '40001' => 1 },
 	);
+	# UPDATE and DELETE of one row: is it still there (a partition detached
+	# or dropped while the statement waited takes it away)?
+	if ($a->{row})
+	{
+		my ($slot, $k) = @{ $a->{row} };
+		my $there = view_part($t, $slot)->{attached} && grep { $_ == $slot } key_slots($t, $k);
+		my $n = scalar(split /\n/, $a->{out});
+		if (!$there)
+		{
+			fail_now("$d->{s}{name}: $a->{sql}: $st, $n rows where the row is gone")
+			  unless ($st eq '00000' && $n == 0) || $st =~ /^(23514|40P01|40001)$/;
+			stmt_failed($d) if $st ne '00000';
+			return;
+		}
+		fail_now("$d->{s}{name}: $a->{sql}: $n rows where the model has one")
+		  if $st eq '00000' && $n != 1;
+	}
 	my $ok = $legal{$v}{$st} || ($st eq '40P01' && $a->{waited});
 	fail_now("$d->{s}{name}: $a->{sql}: $st where the model says $v ("
 		  . join(' ', map { "$_->[2] in " . join(',', key_slots($t, $_->[2])) } grep { $_->[0] eq 'ins' } @{ $a->{ops} }[0 .. min(9, $#{ $a->{ops} })])
@@ -622,7 +686,8 @@ sub op_update_key
 	my $k2 = hot_key();
 	return if $k2 == $k;
 	return {
-		sql => "UPDATE t SET k = $k2 WHERE k = $k",
+		sql => "UPDATE t SET k = $k2 WHERE k = $k RETURNING k",
+		row => [ $slot, $k ],
 		ops => [ [ 'del', $slot, $k ], [ 'ins', $slot, $k2 ] ],
 		done => \&rows_done
 	};
@@ -637,7 +702,8 @@ sub op_move
 	my $to = pick(grep { $_ != $slot } attached_slots($t));
 	return unless defined $to;
 	return {
-		sql => 'UPDATE t SET p = ' . rand_p($to) . " WHERE k = $k",
+		sql => 'UPDATE t SET p = ' . rand_p($to) . " WHERE k = $k RETURNING k",
+		row => [ $slot, $k ],
 		ops => [ [ 'del', $slot, $k ], [ 'ins', $to, $k ] ],
 		done => \&rows_done
 	};
@@ -648,7 +714,8 @@ sub op_delete
 	my ($d) = @_;
 	my $r = pick(live_keys_untouched($d->{tx})) or return;
 	return {
-		sql => "DELETE FROM t WHERE k = $r->[0]",
+		sql => "DELETE FROM t WHERE k = $r->[0] RETURNING k",
+		row => [ $r->[1], $r->[0] ],
 		ops => [ [ 'del', $r->[1], $r->[0] ] ],
 		done => \&rows_done
 	};
@@ -656,25 +723,52 @@ sub op_delete
 
 # Many new keys at once, spread over the attached partitions: enough, in
 # the large case, for the group's filter (or the leaves') to be outgrown
-# and rebuilt.
+# and rebuilt.  A filter is made for twice the keys it has been given, so
+# a large bulk gives it more keys than all bulks of the table so far.
+# Bulk keys are never taken twice, nor changed one by one: the model keeps
+# each bulk as one record {lo, hi, slots (key g goes to slots[g % n]),
+# gone (slots whose share was truncated, dropped or deleted)}.
 sub op_bulk
 {
 	my ($d, $large) = @_;
 	my $t = $d->{tx};
 	my @slots = attached_slots($t) or return;
 	return if other_ddl($t);
-	my $n = $large ? $M{bulk} : 200 + int(rand(300));
+	my $n = 200 + int(rand(300));
+	$n = min(400_000, max($M{bulk}, 3 * $M{bulk_sent})) if $large;
+	$M{large}++ if $large;
+	$M{large_ddl}++ if $large && $t && ($t->{ddl} || %{ $t->{trunc} });
+	$M{bulk_sent} += $n;
 	my $lo = $M{next_bulk};
 	my $hi = $lo + $n - 1;
 	$M{next_bulk} = $hi + 1;
 	my @ps = map { $_ * 10 } @slots;
-	my @ops;
-	push @ops, [ 'ins', $slots[ $_ % @slots ], $_ ] for ($lo .. $hi);
 	return {
 		sql => 'INSERT INTO t SELECT (ARRAY[' . join(',', @ps) . '])[1 + g % '
 		  . scalar(@ps) . "], g FROM generate_series($lo, $hi) g",
-		ops => \@ops,
-		done => \&rows_done
+		ddl => 0,
+		done => sub {
+			my ($d, $st, $a) = @_;
+			my $v = other_ddl($d->{tx}) ? 'maybe' : 'ok';
+			fail_now("$d->{s}{name}: $a->{sql}: $st where the model says $v: $d->{s}{lasterr}")
+			  unless $st eq '00000'
+			  || ($v eq 'maybe' && $st =~ /^(23514|40P01)$/)
+			  || ($st eq '40P01' && $a->{waited});
+			if ($st ne '00000')
+			{
+				stmt_failed($d);
+				return;
+			}
+			my $rec = { lo => $lo, hi => $hi, slots => \@slots, gone => {} };
+			if ($d->{tx})
+			{
+				push @{ $d->{tx}{bulks} }, $rec;
+			}
+			else
+			{
+				push @{ $M{bulks} }, $rec;
+			}
+		}
 	};
 }
 
@@ -684,23 +778,61 @@ sub op_bulk_delete
 	my ($d) = @_;
 	my $t = $d->{tx};
 	return if others($t);
-	my @ops;
-	for my $slot (existing_slots($t))
-	{
-		next unless view_part($t, $slot)->{attached};
-		for my $k (keys %{ $M{rows}{$slot} // {} }, keys %{ $t ? $t->{rows}{$slot} // {} : {} })
-		{
-			push @ops, [ 'del', $slot, $k ]
-			  if $k >= $bulk_base && grep { $_ == $slot } key_slots($t, $k);
-		}
-	}
-	my %seen;
-	@ops = grep { !$seen{"$_->[1]/$_->[2]"}++ } @ops;
 	return {
 		sql => "DELETE FROM t WHERE k >= $bulk_base AND k < $load_base",
-		ops => \@ops,
-		done => \&rows_done
+		done => sub {
+			my ($d, $st, $a) = @_;
+			fail_now("$d->{s}{name}: $a->{sql}: $st: $d->{s}{lasterr}")
+			  unless $st eq '00000';
+			my $t = $d->{tx} // new_txn();
+			for my $slot (attached_slots($t))
+			{
+				$t->{bulkdel}{$slot} = 1;
+				$_->{gone}{$slot} = 1 for @{ $t->{bulks} };
+			}
+			commit_txn($t) unless $d->{tx};
+		}
 	};
+}
+
+# Committed bulk keys per slot: {slot => [count, sum]}.
+sub bulk_totals
+{
+	my %tot;
+	for my $r (@{ $M{bulks} })
+	{
+		my $n = @{ $r->{slots} };
+		for my $i (0 .. $n - 1)
+		{
+			my $slot = $r->{slots}[$i];
+			next if $r->{gone}{$slot};
+			# g in [lo, hi] with g % n == i
+			my $first = $r->{lo} + (($i - $r->{lo} % $n) % $n);
+			next if $first > $r->{hi};
+			my $cnt = int(($r->{hi} - $first) / $n) + 1;
+			$tot{$slot}[0] += $cnt;
+			$tot{$slot}[1] += $cnt * $first + $n * $cnt * ($cnt - 1) / 2;
+		}
+	}
+	return \%tot;
+}
+
+# A few committed bulk keys of the slot.
+sub bulk_sample
+{
+	my ($slot, $want) = @_;
+	my @r = grep { !$_->{gone}{$slot} && grep { $_ == $slot } @{ $_->{slots} } } @{ $M{bulks} };
+	my @k;
+	for (1 .. $want)
+	{
+		my $r = pick(@r) or last;
+		my $n = @{ $r->{slots} };
+		my ($i) = grep { $r->{slots}[$_] == $slot } 0 .. $n - 1;
+		my $first = $r->{lo} + (($i - $r->{lo} % $n) % $n);
+		next if $first > $r->{hi};
+		push @k, $first + $n * int(rand(int(($r->{hi} - $first) / $n) + 1));
+	}
+	return @k;
 }
 
 # DDL is run only while no other session has DDL open or waiting.
@@ -811,6 +943,7 @@ sub drop_rows
 	}
 	$t->{rows}{$slot} = {};
 	$t->{trunc}{$slot} = 1;
+	$_->{gone}{$slot} = 1 for @{ $t->{bulks} };
 }
 
 sub op_truncate
@@ -973,7 +1106,7 @@ my @ops = (
 	[ 3, 'move', \&op_move ],
 	[ 3, 'delete', \&op_delete ],
 	[ 2, 'bulk', sub { op_bulk($_[0], 0) } ],
-	[ 2, 'bulk large', sub { op_bulk($_[0], 1) } ],
+	[ 1, 'bulk large', sub { op_bulk($_[0], 1) } ],
 	[ 1, 'bulk delete', \&op_bulk_delete ],
 	[ 6, 'begin', \&op_begin ],
 	[ 3, 'commit', sub { op_end($_[0], 'COMMIT') } ],
@@ -1011,8 +1144,20 @@ sub step
 		run_action($d, $a);
 		return;
 	}
+	# A transaction that took a partition out (or emptied one) tends to
+	# outgrow the filters, and then to roll back.
+	my $t = $d->{tx};
+	my $ddl = $t && ($t->{ddl} || %{ $t->{trunc} });
+	my $big = $ddl && @{ $t->{bulks} };
+	my %boost = (
+		'detach' => $t && !$ddl ? 4 : 0,
+		'drop' => $t && !$ddl ? 2 : 0,
+		'truncate' => $t && !$ddl ? 2 : 0,
+		'bulk large' => $ddl && !$big ? 40 : 0,
+		'rollback' => $big ? 6 : 0,
+		'rollback to' => $big ? 4 : 0);
 	my $total = 0;
-	$total += $_->[0] for @ops;
+	$total += $_->[0] + ($boost{ $_->[1] } // 0) for @ops;
 	for my $try (1 .. 20)
 	{
 		my $r = rand($total);
@@ -1020,7 +1165,7 @@ sub step
 		for (@ops)
 		{
 			$op = $_;
-			last if ($r -= $_->[0]) < 0;
+			last if ($r -= $_->[0] + ($boost{ $_->[1] } // 0)) < 0;
 		}
 		if ($op->[1] eq 'crash')
 		{
@@ -1159,7 +1304,7 @@ sub quiesce
 			next;
 		}
 		last unless grep { $_->{pending} } @sess;
-		settle_all(0);
+		wait_any();
 	}
 }
 
@@ -1200,12 +1345,10 @@ sub check
 			map { "SELECT $_, count(*), coalesce(sum(k), 0) FROM t_$_ WHERE k >= $bulk_base AND k < $load_base" } @exist)
 		  . ' ORDER BY 1') : '';
 	my @wantb;
+	my $tot = bulk_totals();
 	for my $slot (@exist)
 	{
-		my @b = grep { $_ >= $bulk_base } keys %{ $M{rows}{$slot} // {} };
-		my $sum = 0;
-		$sum += $_ for @b;
-		push @wantb, "$slot|" . scalar(@b) . "|$sum";
+		push @wantb, "$slot|" . ($tot->{$slot}[0] // 0) . '|' . ($tot->{$slot}[1] // 0);
 	}
 	fail_now("bulk rows ($what):\n got: $gotb\nwant: " . join("\n", @wantb))
 	  if $gotb ne join("\n", @wantb);
@@ -1216,8 +1359,7 @@ sub check
 	for my $slot (@att)
 	{
 		my @keys = grep { $_ < $bulk_base } keys %{ $M{rows}{$slot} // {} };
-		my @bulk = grep { $_ >= $bulk_base } keys %{ $M{rows}{$slot} // {} };
-		push @keys, pick(@bulk) for (1 .. 3);
+		push @keys, bulk_sample($slot, 3);
 		for my $k (grep { defined } @keys)
 		{
 			my @to = grep { $_ != $slot } @att;
@@ -1239,7 +1381,7 @@ sub check
 
 sub check_log
 {
-	my ($what) = @_;
+	my ($what, $report_only) = @_;
 	open(my $fh, '<', $node->logfile) or die;
 	seek($fh, $logpos, 0);
 	my @bad;
@@ -1250,6 +1392,7 @@ sub check_log
 	}
 	$logpos = tell($fh);
 	close $fh;
+	return diag("server log:\n" . join('', @bad)) if $report_only && @bad;
 	fail_now("server log ($what):\n" . join('', @bad)) if @bad;
 }
 
@@ -1266,6 +1409,8 @@ sub new_round
 		hot => $nparts > 10 ? 300 : 40,
 		bulk => $nparts > 10 ? 30000 : 3000,
 		next_bulk => $bulk_base,
+		bulk_sent => 0,
+		bulks => [],
 		parts => {},
 		rows => {},
 		where => {},
@@ -1321,11 +1466,14 @@ for my $round (1 .. $rounds)
 		end_round();
 		1;
 	} or do {
-		die $@ unless $@ eq "FAILED\n";
+		my $err = $@;
+		eval { fail_now($err) } unless $err eq "FAILED\n";
+		$failed = 1;
 	};
 	ok(!$failed,
-		sprintf('round %d, %d partitions: %d steps, %d checks, %d crashes, %d loads (%.0f s)',
-			$round, $nparts, $stepno, $M{checks} // 0, $M{crashes} // 0, $M{loads} // 0, time - $start));
+		sprintf('round %d, %d partitions: %d steps, %d checks, %d crashes, %d loads, %d large bulks (%d after DDL) (%.0f s)',
+			$round, $nparts, $stepno, $M{checks} // 0, $M{crashes} // 0, $M{loads} // 0,
+			$M{large} // 0, $M{large_ddl} // 0, time - $start));
 	last if $failed;
 }
 

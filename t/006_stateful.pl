@@ -168,9 +168,34 @@ sub sess_wait
 	{
 		my @r = sess_poll($s);
 		return @r if @r;
+		watch_server();
 		die "session $s->{name}: no answer in 300 s" if time > $deadline;
 		usleep(2000);
 	}
+}
+
+# A server process that died of a signal the test did not send, or an
+# assertion failure or PANIC, fails the test at once (a session whose
+# backend is gone may otherwise wait for an answer that never comes).
+my ($watch_pos, $watch_at, $killed_pid) = (0, 0, 0);
+
+sub watch_server
+{
+	return if time - $watch_at < 0.2;
+	$watch_at = time;
+	return if -s $node->logfile <= $watch_pos;
+	open(my $fh, '<', $node->logfile) or die;
+	seek($fh, $watch_pos, 0);
+	my @bad;
+	while (my $line = <$fh>)
+	{
+		last unless $line =~ /\n$/;
+		$watch_pos += length($line);
+		next if $line =~ /\(PID $killed_pid\) was terminated by signal 9/;
+		push @bad, $line if $line =~ /TRAP:|PANIC|terminated by signal|terminated by exception/;
+	}
+	close $fh;
+	fail_now("the server crashed:\n" . join('', @bad)) if @bad;
 }
 
 sub sess_close
@@ -470,6 +495,7 @@ sub settle
 			trace("$d->{s}{name}: waits") unless $d->{pending}{waited}++;
 			return;
 		}
+		watch_server();
 		fail_now("session $d->{s}{name} (pid $d->{s}{pid}) hangs in: $d->{pending}{sql}; "
 			  . join(' ', map { "$_->{s}{name}:" . ($_->{tx} ? 'tx' : '-') . ($_->{pending} ? 'P' : '') } @sess)
 			  . " may_wait $may_wait, last is_blocked: $M{last_blocked}\n"
@@ -495,6 +521,7 @@ sub wait_any
 				return;
 			}
 		}
+		watch_server();
 		fail_now('sessions hang: '
 			  . join(' ', map { "$_->{s}{name} in $_->{pending}{sql}" } grep { $_->{pending} } @sess)
 			  . "\n"
@@ -1199,6 +1226,7 @@ sub crash
 	{
 		trace("crash: SIGKILL of $d->{s}{name} (pid $d->{s}{pid})");
 		my $offset = -s $node->logfile;
+		$killed_pid = $d->{s}{pid};
 		kill 'KILL', $d->{s}{pid};
 		$node->wait_for_log(
 			qr/all server processes terminated; reinitializing.*database system is ready to accept connections/s,

@@ -203,7 +203,9 @@ sub watch_server
 		last unless $line =~ /\n$/;
 		$watch_pos += length($line);
 		next if $line =~ /\(PID $killed_pid\) was terminated by signal 9/;
-		push @bad, $line if $line =~ /TRAP:|PANIC|terminated by signal|terminated by exception/;
+		push @bad, $line
+		  if $line =~ /TRAP:|PANIC|terminated by signal|terminated by exception/
+		  || (@bad && $line =~ /Failed process was running/);
 	}
 	close $fh;
 	fail_now("the server crashed:\n" . join('', @bad)) if @bad;

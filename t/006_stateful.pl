@@ -148,6 +148,7 @@ sub sess_send
 {
 	my ($s, $sql, $data) = @_;
 	$s->{seq}++;
+	$s->{copy} = defined $data;
 	$s->{in} .= "$sql;\n" . ($data // '') . "\\echo \@\@END $s->{seq} :SQLSTATE \@\@\n";
 	$s->{h}->pump_nb;
 }
@@ -160,8 +161,12 @@ sub sess_poll
 	if ($s->{out} =~ s/^(.*?)\@\@END $s->{seq} (\S+) \@\@\n//s)
 	{
 		my ($out, $st) = ($1, $2);
-		# psql leaves SQLSTATE at 00000 when COPY FROM STDIN fails
-		$st = $1 if $st eq '00000' && $s->{err} =~ /^(?:ERROR|FATAL):  ([0-9A-Z]{5}):/m;
+		# psql does not set SQLSTATE after COPY FROM STDIN: take it from
+		# the error, if any
+		if ($s->{copy})
+		{
+			$st = $s->{err} =~ /^(?:ERROR|FATAL):  ([0-9A-Z]{5}):/m ? $1 : '00000';
+		}
 		$s->{lasterr} = $s->{err};
 		$s->{err} = '';
 		chomp $out;
@@ -471,6 +476,7 @@ sub run_action
 	$a->{touch} = new_txn();
 	$a->{touch}{ddl} = 1 if $a->{ddl};
 	$a->{touch}{rebuild} = 1 if $a->{rebuild};
+	$a->{touch}{trunc}{ $a->{trunc_slot} } = 1 if defined $a->{trunc_slot};
 	$a->{touch}{where}{ $_->[2] }{ $_->[1] } = 1 for @{ $a->{ops} // [] };
 	trace("$d->{s}{name}: $a->{sql}" . ($a->{data} ? ' ' . join(' ', map { "($_->[1]:$_->[2])" } @{ $a->{ops} }) : ''));
 	sess_send($d->{s}, $a->{sql}, $a->{data});
@@ -548,7 +554,10 @@ sub wait_any
 sub settle_all
 {
 	my ($may_wait) = @_;
-	for my $d (@sess)
+	# DDL first: a statement that waited for it ended after it
+	for my $d (sort { ($b->{pending}{touch}{ddl} || $b->{pending}{touch}{rebuild} || 0)
+			<=> ($a->{pending}{touch}{ddl} || $a->{pending}{touch}{rebuild} || 0) }
+		grep { $_->{pending} } @sess)
 	{
 		settle($d, $may_wait) if $d->{pending};
 	}
@@ -600,7 +609,9 @@ sub rows_done
 		my ($slot, $k) = @{ $a->{row} };
 		my $there = view_part($t, $slot)->{attached} && grep { $_ == $slot } key_slots($t, $k);
 		my $n = scalar(split /\n/, $a->{out});
-		if (!$there)
+		# DDL of another session that has not been seen to end may have
+		# taken the row away
+		if (!$there || ($n == 0 && $st eq '00000' && other_ddl($d->{tx})))
 		{
 			fail_now("$d->{s}{name}: $a->{sql}: $st, $n rows where the row is gone")
 			  unless ($st eq '00000' && $n == 0) || $st =~ /^(23514|40P01|40001)$/;
@@ -996,6 +1007,7 @@ sub op_truncate
 	return {
 		sql => "TRUNCATE t_$slot",
 		ddl => 0,
+		trunc_slot => $slot,
 		rebuild => 1,
 		done => \&ddl_done,
 		after => sub { drop_rows($_[0], $slot); }

@@ -34,14 +34,22 @@
 #
 #   GUNIQUE_STATEFUL_SEED=n       the seed (default: 2)
 #   GUNIQUE_STATEFUL_STEPS=n      steps per table (default: 300, a CI run of
-#                                 about a minute; 5000 for a long run)
+#                                 about a minute)
 #   GUNIQUE_STATEFUL_ROUNDS=n     tables made (default: 2), in turn of
 #   GUNIQUE_STATEFUL_PARTITIONS=  each of these numbers of partitions
 #     n,n...                      (default: 4,40)
 #   GUNIQUE_STATEFUL_CHECK_EVERY=n  steps between checks (default: 10)
 #
-# e.g. GUNIQUE_STATEFUL_SEED=7 GUNIQUE_STATEFUL_STEPS=5000 \
-#        make installcheck REGRESS= ISOLATION= PROVE_TESTS=t/006_stateful.pl
+# A long run: many tables rather than very many steps each, as a table
+# grows with its bulk inserts (each large one gives the filters more keys
+# than all before it, up to 400,000), e.g.
+#   GUNIQUE_STATEFUL_SEED=7 GUNIQUE_STATEFUL_ROUNDS=20 GUNIQUE_STATEFUL_STEPS=1000 \
+#     make installcheck REGRESS= ISOLATION= PROVE_TESTS=t/006_stateful.pl
+#
+# To keep every outcome predictable, DDL runs only while no other session
+# has DDL open or waiting, UPDATE and DELETE pick rows no other open
+# transaction has touched, and the checks run once every session has ended
+# its transaction (prepared ones are finished then, too).
 #
 # On the tree before the fixes of issue 13's items 1 and 5 (PostgreSQL 15)
 # it found:

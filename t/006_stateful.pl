@@ -1,0 +1,1551 @@
+# Copyright (c) gunique contributors
+#
+# A randomized stateful test: several sessions run random sequences of
+# INSERT (one row and many), UPDATE of the key, UPDATE that moves a row to
+# another partition, DELETE, COPY, bulk inserts of many new keys (so that
+# key filters are built and outgrown), DETACH [CONCURRENTLY], ATTACH, DROP,
+# TRUNCATE, REINDEX [CONCURRENTLY] of a leaf, REINDEX of the whole tree,
+# CREATE TABLE ... PARTITION OF, VACUUM, savepoints, ROLLBACK [TO], PREPARE
+# TRANSACTION / COMMIT PREPARED / ROLLBACK PREPARED, and crashes (SIGKILL of
+# a backend, or an immediate shutdown) with restarts, against a table of 4
+# and one of 40 range partitions (a group of 16 or more leaves has a group
+# filter) with a gunique index on a column that is not the partition key.
+# At times a pgbench load inserts keys from a sequence beside the DDL.
+#
+# A model in Perl knows the committed rows of every partition, what each
+# open or prepared transaction and each savepoint has done, and predicts
+# each statement's outcome: must succeed, must fail with a unique violation,
+# or (when another transaction's work decides it) one of the legal
+# outcomes.  A statement that waits is left waiting, and other sessions go
+# on (waits are found with pg_isolation_test_session_is_blocked(), as
+# isolationtester finds them, never by timing); it is judged when it ends.
+# Every few steps all sessions end their transactions, and then:
+#   - gunique_verify() reports nothing and no key appears twice;
+#   - the rows of every partition (attached or not) are the model's;
+#   - every live key is refused from another partition (from every other
+#     one with 4 partitions), in a subtransaction rolled back;
+#   - the server log holds no assertion failure, PANIC, internal error
+#     (XX000) or signal other than the test's own SIGKILL;
+# and the pgbench load saw no error but "no partition for the row".
+#
+# The run is reproducible from its seed, printed at the start: the PRNG
+# decides every step, and only what timing decides varies (how far the
+# pgbench load gets, and which of two deadlocked sessions is the victim).
+#
+#   GUNIQUE_STATEFUL_SEED=n       the seed (default: 2)
+#   GUNIQUE_STATEFUL_STEPS=n      steps per table (default: 300, a CI run of
+#                                 about a minute)
+#   GUNIQUE_STATEFUL_ROUNDS=n     tables made (default: 2), in turn of
+#   GUNIQUE_STATEFUL_PARTITIONS=  each of these numbers of partitions
+#     n,n...                      (default: 4,40)
+#   GUNIQUE_STATEFUL_CHECK_EVERY=n  steps between checks (default: 10)
+#
+# A long run: many tables rather than very many steps each, as a table
+# grows with its bulk inserts (each large one gives the filters more keys
+# than all before it, up to 400,000), e.g.
+#   GUNIQUE_STATEFUL_SEED=7 GUNIQUE_STATEFUL_ROUNDS=20 GUNIQUE_STATEFUL_STEPS=1000 \
+#     make installcheck REGRESS= ISOLATION= PROVE_TESTS=t/006_stateful.pl
+#
+# To keep every outcome predictable, DDL runs only while no other session
+# has DDL open or waiting, UPDATE and DELETE pick rows no other open
+# transaction has touched, and the checks run once every session has ended
+# its transaction (prepared ones are finished then, too).
+#
+# On the tree before the fixes of issue 13's items 1 and 5 (PostgreSQL 15)
+# it found:
+#   - item 1, a group filter rebuilt by a bulk insert in a transaction that
+#     took a partition out, outliving the ROLLBACK: its keys are then
+#     accepted in other partitions.  The default run (seed 2: BEGIN; DROP
+#     TABLE t_12; bulk insert; ROLLBACK at step 210 of the 40-partition
+#     round), and seeds 3, 4, 5 and 7 (with DETACH PARTITION) of 300 steps;
+#   - item 5, inserts beside REINDEX [INDEX|TABLE] CONCURRENTLY:
+#     GUNIQUE_STATEFUL_PARTITIONS=4 GUNIQUE_STATEFUL_ROUNDS=1
+#     GUNIQUE_STATEFUL_STEPS=1000 with seed 13 ("XX000 index N is missing
+#     from its gunique index tree" in the pgbench load, step 619) and seed 11
+#     (a load backend killed by SIGSEGV at step 209, while REINDEX INDEX
+#     CONCURRENTLY waited); timing decides, so such runs may need repeating.
+
+use strict;
+use warnings;
+use PostgreSQL::Test::Cluster;
+use PostgreSQL::Test::Utils;
+use Test::More;
+use IPC::Run;
+use Storable qw(dclone);
+use Time::HiRes qw(time usleep);
+use List::Util qw(min max);
+
+my $seed = $ENV{GUNIQUE_STATEFUL_SEED} // 2;
+my $steps = $ENV{GUNIQUE_STATEFUL_STEPS} // 300;
+my $rounds = $ENV{GUNIQUE_STATEFUL_ROUNDS} // 2;
+my $check_every = $ENV{GUNIQUE_STATEFUL_CHECK_EVERY} // 10;
+my @sizes = split /,/, ($ENV{GUNIQUE_STATEFUL_PARTITIONS} // '4,40');
+my $nsess = 3;
+my $bulk_base = 100_000;       # keys of bulk inserts start here
+my $load_base = 1_000_000_000;    # keys of the pgbench load start here
+note "seed $seed, $steps steps, $rounds rounds: reproduce with "
+  . "GUNIQUE_STATEFUL_SEED=$seed GUNIQUE_STATEFUL_STEPS=$steps "
+  . "GUNIQUE_STATEFUL_ROUNDS=$rounds";
+srand($seed);
+
+my $node = PostgreSQL::Test::Cluster->new('stateful');
+$node->init;
+$node->append_conf(
+	'postgresql.conf', qq{
+shared_preload_libraries = 'gunique'
+max_prepared_transactions = 10
+max_connections = 40
+deadlock_timeout = 100ms
+autovacuum = off
+restart_after_crash = on
+log_line_prefix = '%m [%p] %e: '
+log_min_messages = warning
+});
+$node->start;
+$node->safe_psql(
+	'postgres', q{
+CREATE EXTENSION gunique;
+CREATE SEQUENCE load_k START 1000000000;
+CREATE TABLE load_out (state text, msg text);
+-- one INSERT of a new key by the pgbench load; any error is recorded
+CREATE FUNCTION load_insert(p int) RETURNS void LANGUAGE plpgsql AS $f$
+BEGIN
+	BEGIN
+		INSERT INTO t VALUES (p, nextval('load_k'));
+	EXCEPTION WHEN OTHERS THEN
+		INSERT INTO load_out VALUES (SQLSTATE, SQLERRM);
+	END;
+END
+$f$;
+-- would inserting k into the partition of p be refused?  (rolled back)
+CREATE FUNCTION try_insert(p int, k int) RETURNS text LANGUAGE plpgsql AS $f$
+BEGIN
+	BEGIN
+		INSERT INTO t VALUES (p, k);
+		RAISE EXCEPTION USING ERRCODE = 'P0009';
+	EXCEPTION
+		WHEN SQLSTATE 'P0009' THEN RETURN 'inserted';
+		WHEN OTHERS THEN RETURN SQLSTATE;
+	END;
+END
+$f$;
+});
+
+#
+# Sessions: psql processes fed one statement at a time, each followed by a
+# marker that carries the statement's SQLSTATE.
+#
+my $sessno = 0;
+
+sub sess_new
+{
+	my ($name) = @_;
+	my $s = { name => $name, in => '', out => '', err => '', seq => 0 };
+	$s->{h} = IPC::Run::start(
+		[
+			'psql', '-X', '-q', '-A', '-t', '-v', 'ON_ERROR_STOP=0',
+			'-h', $node->host, '-p', $node->port, '-d', 'postgres'
+		],
+		'<', \$s->{in}, '>', \$s->{out}, '2>', \$s->{err});
+	$s->{in} .= "\\set VERBOSITY verbose\n";
+	sess_send($s, 'SELECT pg_backend_pid()');
+	my ($st, $out) = sess_wait($s);
+	die "session $name: $st $s->{lasterr}" unless $st eq '00000';
+	$s->{pid} = $out + 0;
+	return $s;
+}
+
+sub sess_send
+{
+	my ($s, $sql, $data) = @_;
+	$s->{seq}++;
+	$s->{copy} = defined $data;
+	$s->{in} .= "$sql;\n" . ($data // '') . "\\echo \@\@END $s->{seq} :SQLSTATE \@\@\n";
+	$s->{h}->pump_nb;
+}
+
+# Has the last statement ended?  Then (sqlstate, stdout).
+sub sess_poll
+{
+	my ($s) = @_;
+	$s->{h}->pump_nb if $s->{h}->pumpable;
+	if ($s->{out} =~ s/^(.*?)\@\@END $s->{seq} (\S+) \@\@\n//s)
+	{
+		my ($out, $st) = ($1, $2);
+		# psql does not set SQLSTATE after COPY FROM STDIN: take it from
+		# the error, if any
+		if ($s->{copy})
+		{
+			$st = $s->{err} =~ /^(?:ERROR|FATAL):  ([0-9A-Z]{5}):/m ? $1 : '00000';
+		}
+		$s->{lasterr} = $s->{err};
+		$s->{err} = '';
+		chomp $out;
+		return ($st, $out);
+	}
+	return ('dead', '') unless $s->{h}->pumpable;
+	return;
+}
+
+sub sess_wait
+{
+	my ($s) = @_;
+	my $deadline = time + 300;
+	while (1)
+	{
+		my @r = sess_poll($s);
+		return @r if @r;
+		watch_server();
+		die "session $s->{name}: no answer in 300 s" if time > $deadline;
+		usleep(2000);
+	}
+}
+
+# A server process that died of a signal the test did not send, or an
+# assertion failure or PANIC, fails the test at once (a session whose
+# backend is gone may otherwise wait for an answer that never comes).
+my ($watch_pos, $watch_at, $killed_pid) = (0, 0, 0);
+
+sub watch_server
+{
+	return if time - $watch_at < 0.2;
+	$watch_at = time;
+	return if -s $node->logfile <= $watch_pos;
+	open(my $fh, '<', $node->logfile) or die;
+	seek($fh, $watch_pos, 0);
+	my @bad;
+	while (my $line = <$fh>)
+	{
+		last unless $line =~ /\n$/;
+		$watch_pos += length($line);
+		next if $line =~ /\(PID $killed_pid\) was terminated by signal 9/;
+		push @bad, $line
+		  if $line =~ /TRAP:|PANIC|terminated by signal|terminated by exception/
+		  || (@bad && $line =~ /Failed process was running/);
+	}
+	close $fh;
+	fail_now("the server crashed:\n" . join('', @bad)) if @bad;
+}
+
+sub sess_close
+{
+	my ($s) = @_;
+	$s->{h}->kill_kill;
+	eval { $s->{h}->finish };
+}
+
+my $ctl;    # the control session: checks and wait detection
+
+sub ctl_query
+{
+	my ($sql) = @_;
+	sess_send($ctl, $sql);
+	my ($st, $out) = sess_wait($ctl);
+	fail_now("control query failed ($st): $sql\n$ctl->{lasterr}")
+	  unless $st eq '00000';
+	return $out;
+}
+
+#
+# The model.
+#
+my %M;         # one round's state, reset by new_round()
+my @sess;      # driver sessions: {s => psql session, tx => txn or undef,
+			   #   pending => statement waiting or undef}
+my %prepared;  # gid => txn
+my $failed = 0;
+my @trace;
+my $stepno = 0;
+
+sub trace
+{
+	my ($line) = @_;
+	push @trace, "[$stepno] $line";
+	shift @trace if @trace > 60;
+}
+
+sub fail_now
+{
+	my ($what) = @_;
+	die "FAILED\n" if $failed;    # already reported
+	$failed = 1;
+	diag "seed $seed, step $stepno: $what";
+	check_log('at the failure', 1);
+	diag "recent steps:\n" . join("\n", @trace);
+	my ($out, $err) = ('', '');
+	$node->psql('postgres',
+		"SET lock_timeout = '5s'; SELECT tableoid::regclass, k FROM t WHERE k < $bulk_base ORDER BY k; SELECT * FROM gunique_verify('t_k')",
+		stdout => \$out, stderr => \$err);
+	diag "rows of t now:\n$out$err";
+	$failed = 1;
+	die "FAILED\n";
+}
+
+sub new_txn
+{
+	return {
+		parts => {},    # slot => {exists, attached}
+		rows => {},     # slot => {k => 1 inserted, 0 deleted}
+		where => {},    # k => {slot => 1}: slots in rows
+		trunc => {},    # slot => 1: committed rows gone
+		ddl => 0,       # membership DDL done
+		bulks => [],    # bulk records inserted
+		bulkdel => {},  # slot => 1: committed bulk keys deleted
+		saves => [],    # [name, copy of the state]
+		aborted => 0,
+		nsave => 0,
+	};
+}
+
+sub state_of { my ($t) = @_; return { map { $_ => $t->{$_} } qw(parts rows where trunc ddl bulks bulkdel) }; }
+
+sub copy_state { my ($t) = @_; return dclone(state_of($t)); }
+
+sub set_state
+{
+	my ($t, $c) = @_;
+	$t->{$_} = $c->{$_} for keys %$c;
+}
+
+sub view_part
+{
+	my ($t, $slot) = @_;
+	return $t->{parts}{$slot} if $t && exists $t->{parts}{$slot};
+	return $M{parts}{$slot} // { exists => 0, attached => 0 };
+}
+
+# Slots whose table holds k, in t's view (t undef: committed).
+sub key_slots
+{
+	my ($t, $k) = @_;
+	my %c;
+	$c{$_} = 1 for keys %{ $M{where}{$k} // {} };
+	$c{$_} = 1 for ($t ? keys %{ $t->{where}{$k} // {} } : ());
+	my @r;
+	for my $slot (sort { $a <=> $b } keys %c)
+	{
+		my $present;
+		if ($t && exists $t->{rows}{$slot} && exists $t->{rows}{$slot}{$k})
+		{
+			$present = $t->{rows}{$slot}{$k};
+		}
+		else
+		{
+			$present = $M{rows}{$slot}{$k} && !($t && $t->{trunc}{$slot});
+		}
+		push @r, $slot if $present;
+	}
+	return @r;
+}
+
+sub live_slots
+{
+	my ($t, $k) = @_;
+	return grep { view_part($t, $_)->{attached} } key_slots($t, $k);
+}
+
+sub txn_set_row
+{
+	my ($t, $slot, $k, $v) = @_;
+	$t->{rows}{$slot}{$k} = $v;
+	$t->{where}{$k}{$slot} = 1;
+}
+
+# Transactions other than t whose work may decide what t's statements do:
+# open ones (not aborted to the bottom), prepared ones, and waiting
+# statements of other sessions.
+sub others
+{
+	my ($t) = @_;
+	my @o;
+	for my $d (@sess)
+	{
+		next if $d->{tx} && $t && $d->{tx} == $t;
+		push @o, $d->{tx} if $d->{tx} && !$d->{tx}{dead};
+		push @o, $d->{pending}{touch} if $d->{pending};
+	}
+	push @o, values %prepared;
+	return @o;
+}
+
+# May another transaction's work change whether k can go in?
+sub uncertain
+{
+	my ($t, $k) = @_;
+	for my $o (others($t))
+	{
+		return 1 if $o->{ddl} || $o->{where}{$k};
+		for my $slot (keys %{ $o->{trunc} })
+		{
+			return 1 if $M{rows}{$slot}{$k};
+		}
+	}
+	return 0;
+}
+
+sub other_ddl
+{
+	my ($t) = @_;
+	return scalar grep { $_->{ddl} || %{ $_->{trunc} } || $_->{rebuild} } others($t);
+}
+
+# Judge a list of row changes ([ins|del, slot, k]) made by one statement in
+# t: 'ok' (must succeed), 'fail' (must hit a unique violation) or 'maybe'.
+sub judge
+{
+	my ($t, $ops) = @_;
+	my $scratch = dclone(state_of($t));
+	my $verdict = 'ok';
+	for my $op (@$ops)
+	{
+		my ($kind, $slot, $k) = @$op;
+		if ($kind eq 'del')
+		{
+			txn_set_row($scratch, $slot, $k, 0);
+			next;
+		}
+		my $unc = uncertain($t, $k);
+		return $unc ? 'maybe' : 'noroute' unless view_part($scratch, $slot)->{attached};
+		$verdict = 'maybe' if $unc;
+		my @live = live_slots($scratch, $k);
+		if (@live)
+		{
+			# in the statement's own transaction, or committed and left alone
+			my $own = grep { exists $scratch->{where}{$k}{$_} } @live;
+			return 'fail' if $own || !$unc;
+			return 'maybe';
+		}
+		txn_set_row($scratch, $slot, $k, 1);
+	}
+	return $verdict;
+}
+
+sub apply_ops
+{
+	my ($t, $ops) = @_;
+	txn_set_row($t, $_->[1], $_->[2], $_->[0] eq 'ins' ? 1 : 0) for @$ops;
+}
+
+# Make a transaction's state the committed one.
+sub commit_txn
+{
+	my ($t) = @_;
+	for my $slot (keys %{ $t->{trunc} })
+	{
+		delete $M{where}{$_}{$slot} for keys %{ $M{rows}{$slot} // {} };
+		$M{rows}{$slot} = {};
+	}
+	for my $slot (keys %{ $t->{trunc} }, keys %{ $t->{bulkdel} })
+	{
+		$_->{gone}{$slot} = 1 for @{ $M{bulks} };
+	}
+	push @{ $M{bulks} }, @{ $t->{bulks} };
+	$M{parts}{$_} = $t->{parts}{$_} for keys %{ $t->{parts} };
+	for my $slot (keys %{ $t->{rows} })
+	{
+		while (my ($k, $v) = each %{ $t->{rows}{$slot} })
+		{
+			if ($v)
+			{
+				$M{rows}{$slot}{$k} = 1;
+				$M{where}{$k}{$slot} = 1;
+			}
+			else
+			{
+				delete $M{rows}{$slot}{$k};
+				delete $M{where}{$k}{$slot};
+				delete $M{where}{$k} unless %{ $M{where}{$k} };
+			}
+		}
+	}
+}
+
+sub slot_bounds { my ($slot) = @_; return ($slot * 10, $slot * 10 + 10); }
+sub rand_p { my ($slot) = @_; return $slot * 10 + int(rand(10)); }
+sub pick { my @a = @_; return @a ? $a[ int(rand(@a)) ] : undef; }
+
+sub attached_slots
+{
+	my ($t) = @_;
+	return grep { view_part($t, $_)->{attached} } (0 .. $M{nslots} - 1);
+}
+
+sub existing_slots
+{
+	my ($t) = @_;
+	return grep { view_part($t, $_)->{exists} } (0 .. $M{nslots} - 1);
+}
+
+#
+# Running statements.  An "action" is {sql, ops (row changes), kind, ...};
+# run_action sends it, and if it waits, leaves it pending.
+#
+sub run_action
+{
+	my ($d, $a) = @_;
+	my $t = $d->{tx};
+	$a->{touch} = new_txn();
+	$a->{touch}{ddl} = 1 if $a->{ddl};
+	$a->{touch}{rebuild} = 1 if $a->{rebuild};
+	$a->{touch}{trunc}{ $a->{trunc_slot} } = 1 if defined $a->{trunc_slot};
+	$a->{touch}{where}{ $_->[2] }{ $_->[1] } = 1 for @{ $a->{ops} // [] };
+	trace("$d->{s}{name}: $a->{sql}" . ($a->{data} ? ' ' . join(' ', map { "($_->[1]:$_->[2])" } @{ $a->{ops} }) : ''));
+	sess_send($d->{s}, $a->{sql}, $a->{data});
+	$d->{pending} = $a;
+	settle($d, 1);
+}
+
+# Is the session's statement waiting for another session (or a prepared
+# transaction)?
+sub is_blocked
+{
+	my ($d) = @_;
+	my $pid = $d->{s}{pid};
+	$M{last_blocked} = ctl_query(
+		"SELECT pg_isolation_test_session_is_blocked($pid, "
+		  . "array(SELECT pid FROM pg_stat_activity WHERE pid NOT IN ($pid, pg_backend_pid())) || 0)");
+	return $M{last_blocked} eq 't';
+}
+
+# Wait until the session's statement ends or waits ($may_wait) for another.
+sub settle
+{
+	my ($d, $may_wait) = @_;
+	my $deadline = time + 120;
+	while ($d->{pending})
+	{
+		my ($st, $out) = sess_poll($d->{s});
+		if (defined $st)
+		{
+			finish_action($d, $st, $out);
+			return;
+		}
+		if ($may_wait && is_blocked($d))
+		{
+			trace("$d->{s}{name}: waits") unless $d->{pending}{waited}++;
+			return;
+		}
+		watch_server();
+		fail_now("session $d->{s}{name} (pid $d->{s}{pid}) hangs in: $d->{pending}{sql}; "
+			  . join(' ', map { "$_->{s}{name}:" . ($_->{tx} ? 'tx' : '-') . ($_->{pending} ? 'P' : '') } @sess)
+			  . " may_wait $may_wait, last is_blocked: $M{last_blocked}\n"
+			  . ctl_query("SELECT string_agg(format('%s %s %s %s', pid, state, pg_blocking_pids(pid), query), E'\\n') FROM pg_stat_activity"))
+		  if time > $deadline;
+		usleep(2000);
+	}
+}
+
+# Wait until one of the waiting statements ends (nothing else is left
+# that they could be waiting for but each other and the pgbench load).
+sub wait_any
+{
+	my $deadline = time + 120;
+	while (1)
+	{
+		for my $d (grep { $_->{pending} } @sess)
+		{
+			my ($st, $out) = sess_poll($d->{s});
+			if (defined $st)
+			{
+				finish_action($d, $st, $out);
+				return;
+			}
+		}
+		watch_server();
+		fail_now('sessions hang: '
+			  . join(' ', map { "$_->{s}{name} in $_->{pending}{sql}" } grep { $_->{pending} } @sess)
+			  . "\n"
+			  . ctl_query("SELECT string_agg(format('%s %s %s %s', pid, state, pg_blocking_pids(pid), query), E'\\n') FROM pg_stat_activity"))
+		  if time > $deadline;
+		usleep(2000);
+	}
+}
+
+# Let every waiting statement that can end, end.
+sub settle_all
+{
+	my ($may_wait) = @_;
+	# DDL first: a statement that waited for it ended after it
+	for my $d (sort { ($b->{pending}{touch}{ddl} || $b->{pending}{touch}{rebuild} || 0)
+			<=> ($a->{pending}{touch}{ddl} || $a->{pending}{touch}{rebuild} || 0) }
+		grep { $_->{pending} } @sess)
+	{
+		settle($d, $may_wait) if $d->{pending};
+	}
+}
+
+# An error's message and detail, without the verbose lines.
+sub short_err
+{
+	my ($e) = @_;
+	return join(' ', grep { /^(ERROR|FATAL|DETAIL|PANIC)/ } split /\n/, $e);
+}
+
+sub fail_on_internal
+{
+	my ($d, $a, $st) = @_;
+	fail_now("$d->{s}{name}: $a->{sql}: $st: $d->{s}{lasterr}")
+	  if $st =~ /^XX/ || $st eq 'dead';
+}
+
+sub finish_action
+{
+	my ($d, $st, $out) = @_;
+	my $a = delete $d->{pending};
+	my $t = $d->{tx};
+	trace("$d->{s}{name}: -> $st" . ($st ne '00000' ? ' ' . short_err($d->{s}{lasterr}) : ''));
+	fail_on_internal($d, $a, $st);
+	$a->{out} = $out;
+	$a->{done}->($d, $st, $a) if $a->{done};
+}
+
+# The standard end of a statement that changes rows: check the outcome
+# against the verdict taken when it ends (a waiting statement is judged
+# with what the waits decided), then record its effects.
+sub rows_done
+{
+	my ($d, $st, $a) = @_;
+	my $t = $d->{tx} // new_txn();
+	my $v = judge($t, $a->{ops});
+	my %legal = (
+		ok => { '00000' => 1 },
+		fail => { '23505' => 1 },
+		noroute => { '23514' => 1 },
+		maybe => { '00000' => 1, '23505' => 1, '23514' => 1, '40P01' => 1, '40001' => 1 },
+	);
+	# UPDATE and DELETE of one row: is it still there (a partition detached
+	# or dropped while the statement waited takes it away)?
+	if ($a->{row})
+	{
+		my ($slot, $k) = @{ $a->{row} };
+		my $there = view_part($t, $slot)->{attached} && grep { $_ == $slot } key_slots($t, $k);
+		my $n = scalar(split /\n/, $a->{out});
+		# DDL of another session that has not been seen to end may have
+		# taken the row away
+		if (!$there || ($n == 0 && $st eq '00000' && other_ddl($d->{tx})))
+		{
+			fail_now("$d->{s}{name}: $a->{sql}: $st, $n rows where the row is gone")
+			  unless ($st eq '00000' && $n == 0) || $st =~ /^(23514|40P01|40001)$/;
+			stmt_failed($d) if $st ne '00000';
+			return;
+		}
+		fail_now("$d->{s}{name}: $a->{sql}: $n rows where the model has one")
+		  if $st eq '00000' && $n != 1;
+	}
+	my $ok = $legal{$v}{$st} || ($st eq '40P01' && $a->{waited});
+	# COPY routes each row as it reads it, but may check its keys later
+	$ok ||= $a->{data} && $v eq 'fail' && $st eq '23514'
+	  && grep { $_->[0] eq 'ins' && !view_part($t, $_->[1])->{attached} } @{ $a->{ops} };
+	fail_now("$d->{s}{name}: $a->{sql}: $st where the model says $v ("
+		  . join(' ', map { "$_->[2] in " . join(',', key_slots($t, $_->[2])) } grep { $_->[0] eq 'ins' } @{ $a->{ops} }[0 .. min(9, $#{ $a->{ops} })])
+		  . ')'
+
+		  . ($st ne '00000' ? ": $d->{s}{lasterr}" : ''))
+	  unless $ok;
+	if ($st eq '00000')
+	{
+		apply_ops($t, $a->{ops});
+		$a->{after}->($t) if $a->{after};
+		commit_txn($t) unless $d->{tx};
+	}
+	else
+	{
+		stmt_failed($d);
+	}
+}
+
+# A statement failed: the transaction (or its innermost savepoint) aborts.
+sub stmt_failed
+{
+	my ($d) = @_;
+	my $t = $d->{tx} or return;
+	if (@{ $t->{saves} })
+	{
+		set_state($t, dclone($t->{saves}[-1][1]));
+	}
+	else
+	{
+		set_state($t, state_of(new_txn()));
+		$t->{dead} = 1;
+	}
+	$t->{aborted} = 1;
+}
+
+# DDL: must succeed (or be a deadlock victim once it waited).
+sub ddl_done
+{
+	my ($d, $st, $a) = @_;
+	if ($st eq '00000')
+	{
+		my $t = $d->{tx} // new_txn();
+		$a->{after}->($t) if $a->{after};
+		commit_txn($t) unless $d->{tx};
+		return;
+	}
+	fail_now("$d->{s}{name}: $a->{sql}: $st: $d->{s}{lasterr}")
+	  unless $st eq '40P01' && ($a->{waited} || others($d->{tx}));
+	stmt_failed($d);
+}
+
+#
+# The operations.  Each returns an action for session d, or undef if it
+# does not apply now.
+#
+sub hot_key { return 1 + int(rand($M{hot})); }
+
+sub live_keys_untouched
+{
+	my ($t) = @_;
+	my @k;
+	for my $k (1 .. $M{hot})
+	{
+		next if uncertain($t, $k);
+		my @l = live_slots($t, $k);
+		push @k, [ $k, $l[0] ] if @l == 1;
+	}
+	return @k;
+}
+
+sub op_insert
+{
+	my ($d, $n) = @_;
+	my $t = $d->{tx};
+	my @slots = attached_slots($t) or return;
+	my (@rows, @ops);
+	for (1 .. $n)
+	{
+		my $slot = pick(@slots);
+		my $k = hot_key();
+		push @rows, [ rand_p($slot), $k ];
+		push @ops, [ 'ins', $slot, $k ];
+	}
+	return {
+		sql => 'INSERT INTO t VALUES '
+		  . join(', ', map { "($_->[0], $_->[1])" } @rows),
+		ops => \@ops,
+		done => \&rows_done
+	};
+}
+
+sub op_copy
+{
+	my ($d) = @_;
+	my $a = op_insert($d, 1 + int(rand(5))) or return;
+	my @rows = $a->{sql} =~ /\((\d+), (\d+)\)/g;
+	my $data = '';
+	while (my ($p, $k) = splice(@rows, 0, 2))
+	{
+		$data .= "$p\t$k\n";
+	}
+	$a->{sql} = 'COPY t (p, k) FROM STDIN';
+	$a->{data} = $data . "\\.\n";
+	return $a;
+}
+
+sub op_update_key
+{
+	my ($d) = @_;
+	my $t = $d->{tx};
+	my $r = pick(live_keys_untouched($t)) or return;
+	my ($k, $slot) = @$r;
+	my $k2 = hot_key();
+	return if $k2 == $k;
+	return {
+		sql => "UPDATE t SET k = $k2 WHERE k = $k RETURNING k",
+		row => [ $slot, $k ],
+		ops => [ [ 'del', $slot, $k ], [ 'ins', $slot, $k2 ] ],
+		done => \&rows_done
+	};
+}
+
+sub op_move
+{
+	my ($d) = @_;
+	my $t = $d->{tx};
+	my $r = pick(live_keys_untouched($t)) or return;
+	my ($k, $slot) = @$r;
+	my $to = pick(grep { $_ != $slot } attached_slots($t));
+	return unless defined $to;
+	return {
+		sql => 'UPDATE t SET p = ' . rand_p($to) . " WHERE k = $k RETURNING k",
+		row => [ $slot, $k ],
+		ops => [ [ 'del', $slot, $k ], [ 'ins', $to, $k ] ],
+		done => \&rows_done
+	};
+}
+
+sub op_delete
+{
+	my ($d) = @_;
+	my $r = pick(live_keys_untouched($d->{tx})) or return;
+	return {
+		sql => "DELETE FROM t WHERE k = $r->[0] RETURNING k",
+		row => [ $r->[1], $r->[0] ],
+		ops => [ [ 'del', $r->[1], $r->[0] ] ],
+		done => \&rows_done
+	};
+}
+
+# Many new keys at once, spread over the attached partitions: enough, in
+# the large case, for the group's filter (or the leaves') to be outgrown
+# and rebuilt.  A filter is made for twice the keys it has been given, so
+# a large bulk gives it more keys than all bulks of the table so far.
+# Bulk keys are never taken twice, nor changed one by one: the model keeps
+# each bulk as one record {lo, hi, slots (key g goes to slots[g % n]),
+# gone (slots whose share was truncated, dropped or deleted)}.
+sub op_bulk
+{
+	my ($d, $large) = @_;
+	my $t = $d->{tx};
+	my @slots = attached_slots($t) or return;
+	return if other_ddl($t);
+	my $n = 200 + int(rand(300));
+	$n = min(400_000, max($M{bulk}, 3 * $M{bulk_sent})) if $large;
+	$M{large}++ if $large;
+	$M{large_ddl}++ if $large && $t && ($t->{ddl} || %{ $t->{trunc} });
+	$M{bulk_sent} += $n;
+	my $lo = $M{next_bulk};
+	my $hi = $lo + $n - 1;
+	return if $hi >= $load_base;
+	$M{next_bulk} = $hi + 1;
+	my @ps = map { $_ * 10 } @slots;
+	return {
+		sql => 'INSERT INTO t SELECT (ARRAY[' . join(',', @ps) . '])[1 + g % '
+		  . scalar(@ps) . "], g FROM generate_series($lo, $hi) g",
+		ddl => 0,
+		done => sub {
+			my ($d, $st, $a) = @_;
+			my $v = other_ddl($d->{tx}) ? 'maybe' : 'ok';
+			fail_now("$d->{s}{name}: $a->{sql}: $st where the model says $v: $d->{s}{lasterr}")
+			  unless $st eq '00000'
+			  || ($v eq 'maybe' && $st =~ /^(23514|40P01)$/)
+			  || ($st eq '40P01' && $a->{waited});
+			if ($st ne '00000')
+			{
+				stmt_failed($d);
+				return;
+			}
+			my $rec = { lo => $lo, hi => $hi, slots => \@slots, gone => {} };
+			if ($d->{tx})
+			{
+				push @{ $d->{tx}{bulks} }, $rec;
+			}
+			else
+			{
+				push @{ $M{bulks} }, $rec;
+			}
+		}
+	};
+}
+
+# Delete every bulk key (only with no other transaction about).
+sub op_bulk_delete
+{
+	my ($d) = @_;
+	my $t = $d->{tx};
+	return if others($t);
+	return {
+		sql => "DELETE FROM t WHERE k >= $bulk_base AND k < $load_base",
+		done => sub {
+			my ($d, $st, $a) = @_;
+			fail_now("$d->{s}{name}: $a->{sql}: $st: $d->{s}{lasterr}")
+			  unless $st eq '00000';
+			my $t = $d->{tx} // new_txn();
+			for my $slot (attached_slots($t))
+			{
+				$t->{bulkdel}{$slot} = 1;
+				$_->{gone}{$slot} = 1 for @{ $t->{bulks} };
+			}
+			commit_txn($t) unless $d->{tx};
+		}
+	};
+}
+
+# Committed bulk keys per slot: {slot => [count, sum]}.
+sub bulk_totals
+{
+	my %tot;
+	for my $r (@{ $M{bulks} })
+	{
+		my $n = @{ $r->{slots} };
+		for my $i (0 .. $n - 1)
+		{
+			my $slot = $r->{slots}[$i];
+			next if $r->{gone}{$slot};
+			# g in [lo, hi] with g % n == i
+			my $first = $r->{lo} + (($i - $r->{lo} % $n) % $n);
+			next if $first > $r->{hi};
+			my $cnt = int(($r->{hi} - $first) / $n) + 1;
+			$tot{$slot}[0] += $cnt;
+			$tot{$slot}[1] += $cnt * $first + $n * $cnt * ($cnt - 1) / 2;
+		}
+	}
+	return \%tot;
+}
+
+# A few committed bulk keys of the slot.
+sub bulk_sample
+{
+	my ($slot, $want) = @_;
+	my @r = grep { !$_->{gone}{$slot} && grep { $_ == $slot } @{ $_->{slots} } } @{ $M{bulks} };
+	my @k;
+	for (1 .. $want)
+	{
+		my $r = pick(@r) or last;
+		my $n = @{ $r->{slots} };
+		my ($i) = grep { $r->{slots}[$_] == $slot } 0 .. $n - 1;
+		my $first = $r->{lo} + (($i - $r->{lo} % $n) % $n);
+		next if $first > $r->{hi};
+		push @k, $first + $n * int(rand(int(($r->{hi} - $first) / $n) + 1));
+	}
+	return @k;
+}
+
+# DDL is run only while no other session has DDL open or waiting.
+sub ddl_ok
+{
+	my ($d) = @_;
+	return !other_ddl($d->{tx}) && !($d->{tx} && $d->{tx}{ddl} > 3);
+}
+
+sub op_detach
+{
+	my ($d, $conc) = @_;
+	my $t = $d->{tx};
+	return if $conc && $t;
+	return unless ddl_ok($d);
+	my @slots = attached_slots($t);
+	return if @slots < 3;
+	my $slot = pick(@slots);
+	return {
+		sql => "ALTER TABLE t DETACH PARTITION t_$slot" . ($conc ? ' CONCURRENTLY' : ''),
+		ddl => 1,
+		done => \&ddl_done,
+		after => sub { $_[0]{parts}{$slot} = { exists => 1, attached => 0 }; $_[0]{ddl}++; }
+	};
+}
+
+sub op_attach
+{
+	my ($d) = @_;
+	my $t = $d->{tx};
+	return unless ddl_ok($d);
+	my $slot = pick(grep { !view_part($t, $_)->{attached} } existing_slots($t));
+	return unless defined $slot;
+	my ($lo, $hi) = slot_bounds($slot);
+	return {
+		sql => "ALTER TABLE t ATTACH PARTITION t_$slot FOR VALUES FROM ($lo) TO ($hi)",
+		ddl => 1,
+		done => sub {
+			my ($d, $st, $a) = @_;
+			my $v = attach_verdict($d->{tx}, $slot);
+			my %legal = (
+				ok => { '00000' => 1 },
+				fail => { '23505' => 1 },
+				maybe => { '00000' => 1, '23505' => 1, '40P01' => 1 });
+			fail_now("$d->{s}{name}: $a->{sql}: $st where the model says $v: $d->{s}{lasterr}")
+			  unless $legal{$v}{$st} || ($st eq '40P01' && $a->{waited});
+			if ($st eq '00000')
+			{
+				my $t = $d->{tx} // new_txn();
+				$t->{parts}{$slot} = { exists => 1, attached => 1 };
+				$t->{ddl}++;
+				commit_txn($t) unless $d->{tx};
+			}
+			else
+			{
+				stmt_failed($d);
+			}
+		}
+	};
+}
+
+# Will ATTACH of the table of slot find one of its keys elsewhere?
+sub attach_verdict
+{
+	my ($t, $slot) = @_;
+	my %mine;
+	$mine{$_} = 1 for keys %{ $M{rows}{$slot} // {} };
+	$mine{$_} = 1 for ($t ? keys %{ $t->{rows}{$slot} // {} } : ());
+	my $v = 'ok';
+	for my $k (keys %mine)
+	{
+		next unless grep { $_ == $slot } key_slots($t, $k);
+		my $unc = uncertain($t, $k);
+		return 'fail' if !$unc && live_slots($t, $k);
+		$v = 'maybe' if $unc;
+	}
+	return $v;
+}
+
+sub op_drop
+{
+	my ($d) = @_;
+	my $t = $d->{tx};
+	return unless ddl_ok($d);
+	my @slots = existing_slots($t);
+	return if scalar(attached_slots($t)) < 3;
+	my $slot = pick(@slots);
+	return {
+		sql => "DROP TABLE t_$slot",
+		ddl => 1,
+		done => \&ddl_done,
+		after => sub {
+			my ($t) = @_;
+			$t->{parts}{$slot} = { exists => 0, attached => 0 };
+			drop_rows($t, $slot);
+			$t->{ddl}++;
+		}
+	};
+}
+
+sub drop_rows
+{
+	my ($t, $slot) = @_;
+	for my $k (keys %{ $t->{rows}{$slot} // {} })
+	{
+		delete $t->{where}{$k}{$slot};
+		delete $t->{where}{$k} unless %{ $t->{where}{$k} };
+	}
+	$t->{rows}{$slot} = {};
+	$t->{trunc}{$slot} = 1;
+	$_->{gone}{$slot} = 1 for @{ $t->{bulks} };
+}
+
+sub op_truncate
+{
+	my ($d) = @_;
+	my $t = $d->{tx};
+	return unless ddl_ok($d);
+	my $slot = pick(existing_slots($t));
+	return unless defined $slot;
+	return {
+		sql => "TRUNCATE t_$slot",
+		ddl => 0,
+		trunc_slot => $slot,
+		rebuild => 1,
+		done => \&ddl_done,
+		after => sub { drop_rows($_[0], $slot); }
+	};
+}
+
+sub op_create
+{
+	my ($d) = @_;
+	my $t = $d->{tx};
+	return unless ddl_ok($d);
+	my $slot = pick(grep { !view_part($t, $_)->{exists} } (0 .. $M{nslots} - 1));
+	return unless defined $slot;
+	my ($lo, $hi) = slot_bounds($slot);
+	return {
+		sql => "CREATE TABLE t_$slot PARTITION OF t FOR VALUES FROM ($lo) TO ($hi)",
+		ddl => 1,
+		done => \&ddl_done,
+		after => sub {
+			my ($t) = @_;
+			$t->{parts}{$slot} = { exists => 1, attached => 1 };
+			drop_rows($t, $slot);
+			$t->{ddl}++;
+		}
+	};
+}
+
+sub op_reindex
+{
+	my ($d, $how) = @_;
+	my $t = $d->{tx};
+	return if $how ne 'leaf' && $t;
+	return unless ddl_ok($d);
+	my $slot = pick(existing_slots($t));
+	return unless defined $slot;
+	my %sql = (
+		leaf => "REINDEX INDEX t_${slot}_k_idx",
+		leafconc => "REINDEX INDEX CONCURRENTLY t_${slot}_k_idx",
+		table => 'REINDEX TABLE t',
+		tableconc => 'REINDEX TABLE CONCURRENTLY t',
+		vacuum => 'VACUUM t');
+	return { sql => $sql{$how}, rebuild => 1, done => \&ddl_done };
+}
+
+sub op_begin
+{
+	my ($d) = @_;
+	return if $d->{tx};
+	return {
+		sql => 'BEGIN',
+		done => sub { $_[0]{tx} = new_txn(); }
+	};
+}
+
+sub op_end
+{
+	my ($d, $how) = @_;
+	my $t = $d->{tx} or return;
+	return if $how eq 'COMMIT' && $t->{aborted};
+	if ($how eq 'PREPARE')
+	{
+		return if $t->{aborted} || $t->{ddl} || %{ $t->{trunc} } || keys(%prepared) >= 4;
+		my $gid = 'g' . ++$M{gid};
+		return {
+			sql => "PREPARE TRANSACTION '$gid'",
+			done => sub {
+				my ($d, $st) = @_;
+				fail_now("PREPARE TRANSACTION: $st") unless $st eq '00000';
+				$prepared{$gid} = delete $d->{tx};
+			}
+		};
+	}
+	return {
+		sql => $how,
+		done => sub {
+			my ($d, $st) = @_;
+			fail_now("$how: $st: $d->{s}{lasterr}") unless $st eq '00000';
+			my $t = delete $d->{tx};
+			commit_txn($t) if $how eq 'COMMIT';
+		}
+	};
+}
+
+sub op_finish_prepared
+{
+	my ($d, $commit) = @_;
+	return if $d->{tx};
+	my $gid = pick(sort keys %prepared) or return;
+	return {
+		sql => ($commit ? 'COMMIT' : 'ROLLBACK') . " PREPARED '$gid'",
+		done => sub {
+			my ($d, $st) = @_;
+			fail_now("finishing $gid: $st: $d->{s}{lasterr}") unless $st eq '00000';
+			my $t = delete $prepared{$gid};
+			commit_txn($t) if $commit;
+		}
+	};
+}
+
+sub op_savepoint
+{
+	my ($d) = @_;
+	my $t = $d->{tx} or return;
+	return if $t->{aborted} || @{ $t->{saves} } >= 3;
+	my $name = 's' . ++$t->{nsave};
+	return {
+		sql => "SAVEPOINT $name",
+		done => sub { push @{ $t->{saves} }, [ $name, copy_state($t) ]; }
+	};
+}
+
+sub op_rollback_to
+{
+	my ($d) = @_;
+	my $t = $d->{tx} or return;
+	return unless @{ $t->{saves} };
+	my $i = int(rand(@{ $t->{saves} }));
+	my $name = $t->{saves}[$i][0];
+	return {
+		sql => "ROLLBACK TO SAVEPOINT $name",
+		done => sub {
+			my ($d, $st) = @_;
+			fail_now("ROLLBACK TO: $st") unless $st eq '00000';
+			splice(@{ $t->{saves} }, $i + 1);
+			set_state($t, dclone($t->{saves}[$i][1]));
+			$t->{aborted} = 0;
+		}
+	};
+}
+
+sub op_release
+{
+	my ($d) = @_;
+	my $t = $d->{tx} or return;
+	return if $t->{aborted} || !@{ $t->{saves} };
+	my $i = int(rand(@{ $t->{saves} }));
+	return {
+		sql => "RELEASE SAVEPOINT $t->{saves}[$i][0]",
+		done => sub { splice(@{ $t->{saves} }, $i); }
+	};
+}
+
+my @ops = (
+	[ 12, 'insert', sub { op_insert($_[0], 1) } ],
+	[ 4, 'insert many', sub { op_insert($_[0], 2 + int(rand(4))) } ],
+	[ 3, 'copy', \&op_copy ],
+	[ 3, 'update key', \&op_update_key ],
+	[ 3, 'move', \&op_move ],
+	[ 3, 'delete', \&op_delete ],
+	[ 2, 'bulk', sub { op_bulk($_[0], 0) } ],
+	[ 1, 'bulk large', sub { op_bulk($_[0], 1) } ],
+	[ 1, 'bulk delete', \&op_bulk_delete ],
+	[ 6, 'begin', \&op_begin ],
+	[ 3, 'commit', sub { op_end($_[0], 'COMMIT') } ],
+	[ 3, 'rollback', sub { op_end($_[0], 'ROLLBACK') } ],
+	[ 1, 'prepare', sub { op_end($_[0], 'PREPARE') } ],
+	[ 1, 'commit prepared', sub { op_finish_prepared($_[0], 1) } ],
+	[ 1, 'rollback prepared', sub { op_finish_prepared($_[0], 0) } ],
+	[ 2, 'savepoint', \&op_savepoint ],
+	[ 2, 'rollback to', \&op_rollback_to ],
+	[ 1, 'release', \&op_release ],
+	[ 2, 'detach', sub { op_detach($_[0], 0) } ],
+	[ 1, 'detach concurrently', sub { op_detach($_[0], 1) } ],
+	[ 3, 'attach', \&op_attach ],
+	[ 1, 'drop', \&op_drop ],
+	[ 2, 'truncate', \&op_truncate ],
+	[ 1, 'create', \&op_create ],
+	[ 1, 'reindex leaf', sub { op_reindex($_[0], 'leaf') } ],
+	[ 2, 'reindex leaf concurrently', sub { op_reindex($_[0], 'leafconc') } ],
+	[ 1, 'reindex table', sub { op_reindex($_[0], 'table') } ],
+	[ 1, 'reindex table concurrently', sub { op_reindex($_[0], 'tableconc') } ],
+	[ 1, 'vacuum', sub { op_reindex($_[0], 'vacuum') } ],
+	[ 1, 'crash', undef ],
+	[ 1, 'load', undef ],
+);
+
+# In a transaction that is aborted, only ROLLBACK [TO] is possible.
+sub step
+{
+	my @free = grep { !$_->{pending} } @sess;
+	return unless @free;
+	my $d = pick(@free);
+	if ($d->{tx} && $d->{tx}{aborted})
+	{
+		my $a = (rand() < 0.5 && op_rollback_to($d)) || op_end($d, 'ROLLBACK');
+		run_action($d, $a);
+		return;
+	}
+	# A transaction that took a partition out (or emptied one) tends to
+	# outgrow the filters, and then to roll back (a stale group filter
+	# outliving the rollback was found so).
+	my $t = $d->{tx};
+	my $ddl = $t && ($t->{ddl} || %{ $t->{trunc} });
+	my $big = $ddl && @{ $t->{bulks} };
+	my %boost = (
+		'detach' => $t && !$ddl ? 4 : 0,
+		'drop' => $t && !$ddl ? 2 : 0,
+		'truncate' => $t && !$ddl ? 2 : 0,
+		'bulk large' => $ddl && !$big ? 40 : 0,
+		# beside the pgbench load, rebuild leaves while it inserts
+		'reindex leaf concurrently' => $M{load} ? 15 : 0,
+		'reindex table concurrently' => $M{load} ? 3 : 0,
+		'rollback' => $big ? 6 : 0,
+		'rollback to' => $big ? 4 : 0);
+	my $total = 0;
+	$total += $_->[0] + ($boost{ $_->[1] } // 0) for @ops;
+	for my $try (1 .. 20)
+	{
+		my $r = rand($total);
+		my $op;
+		for (@ops)
+		{
+			$op = $_;
+			last if ($r -= $_->[0] + ($boost{ $_->[1] } // 0)) < 0;
+		}
+		if ($op->[1] eq 'crash')
+		{
+			next if grep { $_->{pending} } @sess or $M{load};
+			crash($d);
+			return;
+		}
+		if ($op->[1] eq 'load')
+		{
+			next if $M{load};
+			load_start();
+			return;
+		}
+		my $a = $op->[2]->($d) or next;
+		run_action($d, $a);
+		return;
+	}
+}
+
+#
+# Crashes and restarts.  Open transactions are gone; prepared ones stay.
+#
+sub crash
+{
+	my ($d) = @_;
+	if (rand() < 0.5)
+	{
+		trace("crash: SIGKILL of $d->{s}{name} (pid $d->{s}{pid})");
+		my $offset = -s $node->logfile;
+		$killed_pid = $d->{s}{pid};
+		kill 'KILL', $d->{s}{pid};
+		$node->wait_for_log(
+			qr/all server processes terminated; reinitializing.*database system is ready to accept connections/s,
+			$offset);
+	}
+	else
+	{
+		trace('crash: immediate shutdown');
+		$node->stop('immediate');
+		$node->start;
+	}
+	$M{crashes}++;
+	connect_all();
+}
+
+sub connect_all
+{
+	for my $d (@sess)
+	{
+		sess_close($d->{s}) if $d->{s};
+	}
+	sess_close($ctl) if $ctl;
+	$ctl = sess_new('ctl');
+	@sess = map { { s => sess_new("s$_") } } (1 .. $nsess);
+}
+
+#
+# The pgbench load: keys from a sequence, never taken before, so any error
+# but "no partition for the row" is wrong.
+#
+my $tmp = PostgreSQL::Test::Utils::tempdir;
+
+sub load_start
+{
+	my $maxp = $M{nslots} * 10 - 1;
+	PostgreSQL::Test::Utils::append_to_file("$tmp/load$M{round}.sql",
+		"\\set p random(0, $maxp)\nSELECT load_insert(:p);\n")
+	  unless -e "$tmp/load$M{round}.sql";
+	my ($out, $err) = ('', '');
+	$M{load} = {
+		out => \$out,
+		err => \$err,
+		steps => 5 + int(rand(20)),
+		h => IPC::Run::start(
+			[
+				'pgbench', '--no-vacuum', '--client', 2, '--jobs', 2,
+				'--time', 3600, '--file', "$tmp/load$M{round}.sql",
+				'-h', $node->host, '-p', $node->port, 'postgres'
+			],
+			'<', \undef, '>', \$out, '2>', \$err)
+	};
+	trace("load: pgbench starts for $M{load}{steps} steps");
+	$M{loads}++;
+}
+
+sub load_tick
+{
+	my $l = $M{load} or return;
+	fail_now("pgbench stopped: ${ $l->{err} }") unless $l->{h}->pumpable;
+	return if --$l->{steps} > 0;
+	load_stop();
+}
+
+sub load_stop
+{
+	my $l = delete $M{load} or return;
+	fail_now("pgbench stopped: ${ $l->{err} }") unless $l->{h}->pumpable;
+	$l->{h}->signal('INT');
+	eval { $l->{h}->finish };
+	fail_now("pgbench: ${ $l->{err} }") if ${ $l->{err} } =~ /abort|server closed/;
+	my $bad = ctl_query(
+		"SELECT string_agg(state || ' ' || msg, E'\\n') FROM load_out WHERE state <> '23514'");
+	fail_now("the pgbench load hit errors:\n$bad") if $bad ne '';
+	ctl_query('TRUNCATE load_out');
+	trace('load: pgbench stopped');
+}
+
+#
+# Checks, with every session's transaction ended.
+#
+my $logpos = 0;
+
+sub quiesce
+{
+	while (1)
+	{
+		settle_all(1);
+		my @open = grep { $_->{tx} && !$_->{pending} } @sess;
+		if (@open)
+		{
+			my $d = $open[0];
+			my $how = $d->{tx}{aborted} || rand() < 0.5 ? 'ROLLBACK' : 'COMMIT';
+			run_action($d, op_end($d, $how));
+			next;
+		}
+		if (%prepared)
+		{
+			my $gid = (sort keys %prepared)[0];
+			my $commit = rand() < 0.5;
+			trace('ctl: ' . ($commit ? 'COMMIT' : 'ROLLBACK') . " PREPARED '$gid'");
+			ctl_query(($commit ? 'COMMIT' : 'ROLLBACK') . " PREPARED '$gid'");
+			my $t = delete $prepared{$gid};
+			commit_txn($t) if $commit;
+			next;
+		}
+		last unless grep { $_->{pending} } @sess;
+		wait_any();
+	}
+}
+
+sub check
+{
+	my ($what) = @_;
+	quiesce();
+	my $problems = ctl_query(
+		q{SELECT string_agg(problem || ' ' || coalesce(relation::text, '') || ' ' || detail, E'\n') FROM gunique_verify('t_k')});
+	fail_now("gunique_verify ($what):\n$problems") if $problems ne '';
+	my $dups = ctl_query(
+		'SELECT string_agg(k::text, \' \') FROM (SELECT k FROM t GROUP BY k HAVING count(*) > 1) d');
+	fail_now("keys held twice ($what): $dups") if $dups ne '';
+
+	# the partitions, and their rows
+	my @exist = existing_slots(undef);
+	my $attached = join ' ',
+	  sort { $a <=> $b } map { s/^t_//r } split /\n/,
+	  ctl_query("SELECT inhrelid::regclass FROM pg_inherits WHERE inhparent = 't'::regclass");
+	my $want = join ' ', sort { $a <=> $b } attached_slots(undef);
+	fail_now("attached partitions: $attached, the model says $want")
+	  if $attached ne $want;
+	my $got = ctl_query(
+		join(' UNION ALL ',
+			map { "SELECT $_, k FROM t_$_ WHERE k < $bulk_base" } @exist)
+		  . ' ORDER BY 1, 2') if @exist;
+	$got //= '';
+	my @want;
+	for my $slot (@exist)
+	{
+		push @want, "$slot|$_"
+		  for sort { $a <=> $b } grep { $_ < $bulk_base } keys %{ $M{rows}{$slot} // {} };
+	}
+	fail_now("rows ($what):\n got: " . join(' ', split /\n/, $got) . "\nwant: @want")
+	  if $got ne join("\n", @want);
+	my $gotb = @exist ? ctl_query(
+		join(' UNION ALL ',
+			map { "SELECT $_, count(*), coalesce(sum(k), 0) FROM t_$_ WHERE k >= $bulk_base AND k < $load_base" } @exist)
+		  . ' ORDER BY 1') : '';
+	my @wantb;
+	my $tot = bulk_totals();
+	for my $slot (@exist)
+	{
+		push @wantb, "$slot|" . ($tot->{$slot}[0] // 0) . '|' . ($tot->{$slot}[1] // 0);
+	}
+	fail_now("bulk rows ($what):\n got: $gotb\nwant: " . join("\n", @wantb))
+	  if $gotb ne join("\n", @wantb);
+
+	# every live key is refused from another partition
+	my @att = attached_slots(undef);
+	my @probe;
+	for my $slot (@att)
+	{
+		my @keys = grep { $_ < $bulk_base } keys %{ $M{rows}{$slot} // {} };
+		push @keys, bulk_sample($slot, 3);
+		for my $k (grep { defined } @keys)
+		{
+			my @to = grep { $_ != $slot } @att;
+			@to = (pick(@to)) if @att > 4;
+			push @probe, map { [ rand_p($_), $k ] } @to;
+		}
+	}
+	if (@probe)
+	{
+		my $res = ctl_query(
+			'SELECT string_agg(format(\'%s->%s: %s\', k, p, r), \' \') FROM (SELECT p, k, try_insert(p, k) r FROM (VALUES '
+			  . join(', ', map { "($_->[0], $_->[1])" } @probe)
+			  . ") v(p, k)) x WHERE r <> '23505'");
+		fail_now("live keys not refused elsewhere ($what): $res") if $res ne '';
+	}
+	check_log($what);
+	$M{checks}++;
+}
+
+sub check_log
+{
+	my ($what, $report_only) = @_;
+	open(my $fh, '<', $node->logfile) or die;
+	seek($fh, $logpos, 0);
+	my @bad;
+	while (my $line = <$fh>)
+	{
+		push @bad, $line
+		  if $line =~ /TRAP:|PANIC|\] XX\d\d\d:|terminated by signal (?!9:)|terminated by exception/;
+	}
+	$logpos = tell($fh);
+	close $fh;
+	return diag("server log:\n" . join('', @bad)) if $report_only && @bad;
+	fail_now("server log ($what):\n" . join('', @bad)) if @bad;
+}
+
+#
+# A round: a table of nparts partitions, steps random steps.
+#
+sub new_round
+{
+	my ($round, $nparts) = @_;
+	%M = (
+		round => $round,
+		nparts => $nparts,
+		nslots => $nparts + ($nparts > 10 ? 8 : 2),
+		hot => $nparts > 10 ? 300 : 40,
+		bulk => $nparts > 10 ? 30000 : 3000,
+		next_bulk => $bulk_base,
+		bulk_sent => 0,
+		bulks => [],
+		parts => {},
+		rows => {},
+		where => {},
+		gid => 100 * $round,
+	);
+	my $sql = "CREATE TABLE t (p int NOT NULL, k int) PARTITION BY RANGE (p);\n";
+	for my $slot (0 .. $nparts - 1)
+	{
+		my ($lo, $hi) = slot_bounds($slot);
+		$sql .= "CREATE TABLE t_$slot PARTITION OF t FOR VALUES FROM ($lo) TO ($hi);\n";
+		$M{parts}{$slot} = { exists => 1, attached => 1 };
+	}
+	$sql .= "CREATE UNIQUE INDEX t_k ON t USING gunique (k);\n";
+	my $t = new_txn();
+	my @rows;
+	for my $k (1 .. $M{hot})
+	{
+		next if rand() < 0.5;
+		my $slot = int(rand($nparts));
+		push @rows, '(' . rand_p($slot) . ", $k)";
+		txn_set_row($t, $slot, $k, 1);
+	}
+	$sql .= 'INSERT INTO t VALUES ' . join(', ', @rows) . ";\n";
+	$node->safe_psql('postgres', $sql);
+	commit_txn($t);
+}
+
+sub end_round
+{
+	load_stop();
+	quiesce();
+	my $sql = "DROP TABLE t;\n";
+	$sql .= "DROP TABLE IF EXISTS t_$_;\n" for (0 .. $M{nslots} - 1);
+	ctl_query($_) for split /\n/, $sql;
+}
+
+connect_all();
+for my $round (1 .. $rounds)
+{
+	my $nparts = $sizes[ ($round - 1) % @sizes ];
+	new_round($round, $nparts);
+	my $start = time;
+	eval {
+		for my $i (1 .. $steps)
+		{
+			$stepno = $i;
+			step();
+			settle_all(1);
+			load_tick();
+			check("after step $i") if $i % $check_every == 0 || $i == $steps;
+		}
+		end_round();
+		1;
+	} or do {
+		my $err = $@;
+		eval { fail_now($err) } unless $err eq "FAILED\n";
+		$failed = 1;
+	};
+	ok(!$failed,
+		sprintf('round %d, %d partitions: %d steps, %d checks, %d crashes, %d loads, %d large bulks (%d after DDL) (%.0f s)',
+			$round, $nparts, $stepno, $M{checks} // 0, $M{crashes} // 0, $M{loads} // 0,
+			$M{large} // 0, $M{large_ddl} // 0, time - $start));
+	last if $failed;
+}
+
+$_->{s} && sess_close($_->{s}) for @sess;
+sess_close($ctl);
+$node->stop('immediate');
+done_testing();

@@ -40,6 +40,7 @@
 #include "access/genam.h"
 #include "access/htup_details.h"
 #include "access/nbtree.h"
+#include "access/relation.h"
 #include "access/stratnum.h"
 #include "access/sysattr.h"
 #include "access/table.h"
@@ -280,6 +281,17 @@ partition_key_determined(Relation index, Relation table)
 	return true;
 }
 
+/*
+ * The walk met a relation that is gone: have the lookup read the tree
+ * again (scope_build); a caller without the cache (gunique_tree_leaves)
+ * holds locks that keep the tree from changing.
+ */
+static void
+walk_stale(void)
+{
+	cache_generation++;
+}
+
 static void
 walk_add_leaf(TreeWalk *walk, Oid indexoid, Oid heapoid, Oid group,
 			  bool sibling)
@@ -429,21 +441,24 @@ static void
 walk_tree(Oid indexoid, Oid group, TreeWalk *walk)
 {
 	Oid			heapoid = IndexGetRelation(indexoid, true);
+	char		relkind = get_rel_relkind(indexoid);
 
 	/*
-	 * Dropped since its parent's children were read (REINDEX CONCURRENTLY
-	 * drops the index it replaced): what was read is stale, read again.
+	 * Gone since its parent's children were read (REINDEX CONCURRENTLY drops
+	 * the index it replaced), or the catalog snapshot is newer than the
+	 * caches: what was read is stale, read again.
 	 */
-	if (!OidIsValid(heapoid))
+	if (!OidIsValid(heapoid) ||
+		(relkind != RELKIND_INDEX && relkind != RELKIND_PARTITIONED_INDEX))
 	{
-		cache_generation++;
+		walk_stale();
 		return;
 	}
 
 	walk->members = lappend_oid(walk->members, indexoid);
 	walk->members = lappend_oid(walk->members, heapoid);
 
-	if (get_rel_relkind(indexoid) == RELKIND_INDEX)
+	if (relkind == RELKIND_INDEX)
 	{
 		walk_add_leaf(walk, indexoid, heapoid, group, false);
 		walk_siblings(indexoid, heapoid, group, walk);
@@ -459,14 +474,28 @@ walk_tree(Oid indexoid, Oid group, TreeWalk *walk)
 
 		if (group == indexoid)
 		{
-			Relation	table = table_open(heapoid, AccessShareLock);
-			Relation	index = index_open(indexoid, AccessShareLock);
+			Relation	table = try_table_open(heapoid, AccessShareLock);
+			Relation	index = try_relation_open(indexoid, AccessShareLock);
 
-			split = partition_key_determined(index, table);
-			index_close(index, NoLock);
-			table_close(table, NoLock);
+			if (table != NULL && index != NULL)
+				split = partition_key_determined(index, table);
+			if (index != NULL)
+				relation_close(index, NoLock);
+			if (table != NULL)
+				table_close(table, NoLock);
+			if (table == NULL || index == NULL)
+			{
+				walk_stale();
+				return;
+			}
 		}
 
+		/* find_inheritance_children_extended fails on a relation gone */
+		if (!SearchSysCacheExists1(RELOID, ObjectIdGetDatum(indexoid)))
+		{
+			walk_stale();
+			return;
+		}
 		children = find_inheritance_children_extended(indexoid, false, NoLock,
 													  NULL, NULL);
 		foreach(lc, children)

@@ -143,7 +143,12 @@ gunique_probescan_get(Oid heapoid, Oid indexoid)
 	if (found)
 		return ps;
 
-	/* Leave no half-made entry behind if opening fails. */
+	/*
+	 * Leave no half-made entry, nor a reference, behind if opening fails:
+	 * the reference belongs to the transaction's resource owner, which a
+	 * subtransaction's abort does not release.
+	 */
+	ps->heap = NULL;
 	PG_TRY();
 	{
 		ps->heap = table_open(heapoid, NoLock);
@@ -157,6 +162,8 @@ gunique_probescan_get(Oid heapoid, Oid indexoid)
 	}
 	PG_CATCH();
 	{
+		if (ps->heap != NULL)
+			table_close(ps->heap, NoLock);
 		hash_search(probe_scans, &indexoid, HASH_REMOVE, NULL);
 		PG_RE_THROW();
 	}

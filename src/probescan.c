@@ -149,6 +149,7 @@ gunique_probescan_get(Oid heapoid, Oid indexoid)
 	 * subtransaction's abort does not release.
 	 */
 	ps->heap = NULL;
+	ps->index = NULL;
 	PG_TRY();
 	{
 		ps->heap = table_open(heapoid, NoLock);
@@ -162,6 +163,8 @@ gunique_probescan_get(Oid heapoid, Oid indexoid)
 	}
 	PG_CATCH();
 	{
+		if (ps->index != NULL)
+			index_close(ps->index, NoLock);
 		if (ps->heap != NULL)
 			table_close(ps->heap, NoLock);
 		hash_search(probe_scans, &indexoid, HASH_REMOVE, NULL);

@@ -37,8 +37,10 @@
  *	 - whatever rebuilds the btree or drops the index resets the filter with
  *	   inserters and probers of the leaf locked out (summary.c), as does
  *	   the rollback of the (sub)transaction that rebuilt it; a group's
- *	   filter is dropped by such a rollback if built in that transaction,
- *	   and extended or dropped by ATTACH (merge.c).  A filter taken away is
+ *	   filter is never built by a transaction that has changed the tree
+ *	   (probe.c), is dropped by the rollback of a CREATE INDEX or ATTACH
+ *	   that read it whole, and is extended or dropped by ATTACH (merge.c);
+ *	   see the README, invariant 6.  A filter taken away is
  *	   freed only after one more barrier: light probes (probescan.c) read
  *	   a group's filter without locking the leaf being rebuilt.
  *
@@ -711,8 +713,8 @@ gunique_filter_detach(GuniqueSummary *summary, GuniqueFilterRefs *refs)
  * Free the filters taken away by gunique_filter_detach.  A group's filter
  * is read by light probes (probescan.c) under nothing but a key lock: their
  * locks keep the group's partitions from being dropped, not from being
- * rebuilt, so the rollback of a transaction that rebuilt one (and built the
- * group's filter) can drop that filter while they read it.  Once every key
+ * rebuilt, so the rollback of a CREATE INDEX or ATTACH that read the group
+ * whole can drop its filter while they read it.  Once every key
  * lock has been taken and released since the filter was taken away, nobody
  * can still be reading it.
  */

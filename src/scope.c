@@ -78,6 +78,7 @@ typedef struct LeafEntry
 
 typedef struct TreeWalk
 {
+	bool		siblings;		/* look for the leaves' siblings too */
 	List	   *leaves;			/* GuniqueLeaf * */
 	List	   *members;		/* every table and index OID */
 	List	   *inner;			/* the partitioned ones, top down */
@@ -461,7 +462,8 @@ walk_tree(Oid indexoid, Oid group, TreeWalk *walk)
 	if (relkind == RELKIND_INDEX)
 	{
 		walk_add_leaf(walk, indexoid, heapoid, group, false);
-		walk_siblings(indexoid, heapoid, group, walk);
+		if (walk->siblings)
+			walk_siblings(indexoid, heapoid, group, walk);
 	}
 	else
 	{
@@ -532,26 +534,17 @@ leaf_group_cmp(const ListCell *a, const ListCell *b)
 
 /*
  * Every leaf index of the tree under topindex, as a list of GuniqueLeaf in
- * OID order, allocated in the caller's memory context; siblings left out.
+ * OID order, allocated in the caller's memory context; siblings are not
+ * looked for.
  */
 List *
 gunique_tree_leaves(Oid topindex)
 {
-	TreeWalk	walk = {NIL, NIL, NIL};
-
-	List	   *leaves = NIL;
-	ListCell   *lc;
+	TreeWalk	walk = {false, NIL, NIL, NIL};
 
 	walk_tree(topindex, InvalidOid, &walk);
-	foreach(lc, walk.leaves)
-	{
-		GuniqueLeaf *leaf = lfirst(lc);
-
-		if (!leaf->sibling)
-			leaves = lappend(leaves, leaf);
-	}
-	list_sort(leaves, leaf_cmp);
-	return leaves;
+	list_sort(walk.leaves, leaf_cmp);
+	return walk.leaves;
 }
 
 static void
@@ -738,7 +731,7 @@ scope_build(Relation leaf)
 	uint64		generation = cache_generation;
 	MemoryContext buildcxt;
 	MemoryContext oldcxt;
-	TreeWalk	walk = {NIL, NIL, NIL};
+	TreeWalk	walk = {true, NIL, NIL, NIL};
 	GuniqueScope key;
 	Oid			top;
 	bool		current;

@@ -46,6 +46,17 @@
 #define GUNIQUE_DISABLE_PARALLEL_BUILD(routine) ((void) 0)
 #endif
 
+/*
+ * PostgreSQL 17 added aminsertcleanup, called when the executor is done
+ * inserting through an IndexInfo; before, the executor memory that holds
+ * the IndexInfo going is the only sign (probescan.c).
+ */
+#if PG_VERSION_NUM >= 170000
+#define GUNIQUE_SET_INSERT_CLEANUP(routine, fn) ((routine)->aminsertcleanup = (fn))
+#else
+#define GUNIQUE_SET_INSERT_CLEANUP(routine, fn) ((void) (fn))
+#endif
+
 /* PostgreSQL 18 lets a module report its name and version. */
 #if PG_VERSION_NUM >= 180000
 #define GUNIQUE_MODULE_MAGIC PG_MODULE_MAGIC_EXT(.name = "gunique", .version = "1.3")

@@ -61,7 +61,6 @@
 #include "fkey.h"
 #include "gunique.h"
 #include "merge.h"
-#include "probescan.h"
 #include "scope.h"
 #include "summary.h"
 #include "tree.h"
@@ -106,7 +105,7 @@ gunique_object_access(ObjectAccessType access, Oid classId, Oid objectId,
 	if (prev_object_access_hook)
 		prev_object_access_hook(access, classId, objectId, subId, arg);
 	if (access == OAT_DROP && classId == RelationRelationId && subId == 0)
-		gunique_summary_forget(objectId);
+		gunique_summary_index_dropped(objectId);
 }
 
 void
@@ -589,9 +588,6 @@ gunique_ProcessUtility(PlannedStmt *pstmt, const char *queryString,
 	Node	   *parsetree = pstmt->utilityStmt;
 	UtilityCall call = {pstmt, queryString, readOnlyTree, context, params,
 	queryEnv, dest, qc};
-
-	/* A statement that follows a COPY may drop what its probes opened. */
-	gunique_probescan_release_all();
 
 	if (IsA(parsetree, IndexStmt) &&
 		index_stmt_is_gunique((IndexStmt *) parsetree))

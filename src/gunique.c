@@ -107,6 +107,7 @@ _PG_init(void)
 	gunique_scope_init();
 	gunique_onconflict_init();
 	gunique_probescan_init();
+	gunique_stats_init();
 	gunique_summary_init();
 }
 

@@ -38,6 +38,7 @@
 #include "handler.h"
 #include "merge.h"
 #include "probe.h"
+#include "probegroup.h"
 #include "summary.h"
 
 PG_FUNCTION_INFO_V1(gunique_handler);
@@ -69,6 +70,7 @@ static bool gunique_insert(Relation index, Datum *values, bool *isnull,
 						   ItemPointer heap_tid, Relation heap,
 						   IndexUniqueCheck checkUnique,
 						   bool indexUnchanged, IndexInfo *indexInfo);
+static void gunique_insert_cleanup(Relation index, IndexInfo *indexInfo);
 
 Datum
 gunique_handler(PG_FUNCTION_ARGS)
@@ -80,6 +82,7 @@ gunique_handler(PG_FUNCTION_ARGS)
 
 	amroutine->ambuild = gunique_build;
 	amroutine->aminsert = gunique_insert;
+	GUNIQUE_SET_INSERT_CLEANUP(amroutine, gunique_insert_cleanup);
 	amroutine->ambuildphasename = gunique_buildphasename;
 	GUNIQUE_DISABLE_PARALLEL_BUILD(amroutine);
 
@@ -174,7 +177,7 @@ gunique_build(Relation heap, Relation index, IndexInfo *indexInfo)
 	bytea	   *saved_options = index->rd_options;
 
 	gunique_check_build(index, indexInfo);
-	gunique_summary_reset(index);
+	gunique_summary_leaf_rebuilt(index);
 
 	/* the options are restored, like relam, before anything else reads them */
 	index->rd_options = build_options(index);
@@ -194,7 +197,7 @@ gunique_build(Relation heap, Relation index, IndexInfo *indexInfo)
  * nbtree's insert, with the relation presented as btree (see
  * GUNIQUE_AS_BTREE).
  */
-bool
+static bool
 gunique_btinsert(Relation index, Datum *values, bool *isnull,
 				 ItemPointer heap_tid, Relation heap,
 				 IndexUniqueCheck checkUnique, bool indexUnchanged,
@@ -214,6 +217,9 @@ gunique_insert(Relation index, Datum *values, bool *isnull,
 			   IndexUniqueCheck checkUnique, bool indexUnchanged,
 			   IndexInfo *indexInfo)
 {
+	GuniqueProbe probe;
+	bool		result;
+
 	if (index->rd_rel->relispartition && !gunique_preloaded)
 		gunique_report_not_preloaded("insert into a partition of a gunique index");
 
@@ -222,6 +228,17 @@ gunique_insert(Relation index, Datum *values, bool *isnull,
 		gunique_fkey_hidden(RelationGetRelid(index)))
 		checkUnique = UNIQUE_CHECK_YES;
 
-	return gunique_probe_insert(index, values, isnull, heap_tid, heap,
-								checkUnique, indexUnchanged, indexInfo);
+	gunique_probe_before_insert(&probe, index, values, isnull, heap,
+								checkUnique, indexInfo);
+	result = gunique_btinsert(index, values, isnull, heap_tid, heap,
+							  checkUnique, indexUnchanged, indexInfo);
+	gunique_probe_after_insert(&probe);
+	return result;
+}
+
+/* The executor is done inserting through this IndexInfo (17 on). */
+static void
+gunique_insert_cleanup(Relation index, IndexInfo *indexInfo)
+{
+	gunique_probegroup_cleanup(indexInfo);
 }

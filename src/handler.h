@@ -16,9 +16,4 @@ extern Datum gunique_handler(PG_FUNCTION_ARGS);
 
 extern Oid	gunique_am_oid(bool missing_ok);
 
-extern bool gunique_btinsert(Relation index, Datum *values, bool *isnull,
-							 ItemPointer heap_tid, Relation heap,
-							 IndexUniqueCheck checkUnique, bool indexUnchanged,
-							 IndexInfo *indexInfo);
-
 #endif							/* GUNIQUE_HANDLER_H */

@@ -4,32 +4,16 @@
  *	  Locks that serialize inserters of equal keys into a gunique tree.
  *
  * An inserter holds the lock of its key from the moment it reads the other
- * leaves' summaries and btrees until nbtree has inserted its own entry, so
- * that of two inserters of equal keys the second sees the first's entry
+ * leaves' summaries and btrees until nbtree has inserted its own entry
  * (probe.c).  The locks are a fixed array of LWLocks in shared memory,
  * picked by a hash of the top index and the key; unequal keys may share
- * one, which costs only some waiting.
+ * one, which costs only some waiting.  Why no deadlock can go through them
+ * is src/README, invariant 4.
  *
- * LWLocks are not seen by the deadlock detector, so the probe keeps to
- * rules that make a deadlock through them impossible:
- *
- *	 - a backend holds at most one key lock, and takes it after the relation
- *	   locks of the tree, never before;
- *	 - it never waits for a transaction or a heavyweight lock while holding
- *	   it: when the probe finds the key held by a transaction in progress,
- *	   it releases the key lock first.  nbtree's own uniqueness check cannot
- *	   wait under it either, since an entry with the same key in the same
- *	   leaf would have been found by the probe;
- *	 - no user code runs under it: the probe's operators are those of
- *	   gunique's built-in operator classes.
- *
- * Page locks, relation extension locks and WAL insertion taken by nbtree
- * under the key lock are never held by a backend that then waits for a key
- * lock.
- *
- * Key filters (filter.c) use the locks as a barrier: a backend holding no
+ * Summaries (summary.c) use the locks as a barrier: a backend holding no
  * key lock takes and releases each in turn, after which every probe or
- * insert that was under a key lock when it started has finished.
+ * insert that was under a key lock when it started has finished
+ * (src/README, invariant 6).
  *
  *-------------------------------------------------------------------------
  */

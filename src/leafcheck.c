@@ -3,7 +3,7 @@
  * leafcheck.c
  *	  gunique_check_leaves(): amcheck's nbtree checks on every leaf of a tree.
  *
- * Every leaf of a gunique tree is an nbtree index (README, invariant 1), so
+ * Every leaf of a gunique tree is an nbtree index (src/README, invariant 1), so
  * amcheck's structural checks apply to it unchanged; but bt_index_check and
  * bt_index_parent_check refuse any index whose access method is not btree,
  * and pg_amcheck, which selects indexes by that access method, passes over

@@ -3,14 +3,11 @@
  * merge.c
  *	  The CREATE / ATTACH check: one merge of the leaves' sorted keys.
  *
- * Every leaf of a gunique index tree is an nbtree index, already sorted by
- * the key.  A k-way merge of all leaves' entries, in index order, brings
- * equal keys next to each other wherever they live, so one pass finds every
- * duplicate across and within partitions: O(N log P) comparisons for N
- * entries in P leaves.  The heap is visited only for keys that occur more
- * than once, to tell live rows from dead ones.  ATTACH to a tree that was
- * already unique merges the other leaves only over the key range of the
- * attached rows.
+ * A k-way merge of every leaf's entries in index order, a leaf page at a
+ * time through a ring of buffers (btread.c), finds every key that two live
+ * rows share, across partitions and within one; see src/README, "The
+ * merge".  The keys it reads fill the leaves' and the tree's key filters
+ * (summary.c).
  *
  * The caller must hold a lock that keeps writers out of every leaf for the
  * duration of the check; gunique_check_tree takes ShareLock on each leaf
@@ -21,7 +18,6 @@
 #include "postgres.h"
 
 #include "access/genam.h"
-#include "access/nbtree.h"
 #include "access/relscan.h"
 #include "access/table.h"
 #include "access/tableam.h"
@@ -44,7 +40,6 @@
 
 #include "btread.h"
 #include "compat.h"
-#include "filter.h"
 #include "merge.h"
 #include "scope.h"
 #include "summary.h"
@@ -63,13 +58,9 @@ typedef struct MergeCursor
 	TupleTableSlot *slot;
 	bool		skip;			/* holds nothing the merge needs */
 
-	/* The page being read. */
-	BufferAccessStrategy strategy;	/* the merge's ring of buffers */
-	char	   *page;			/* a copy, BLCKSZ bytes */
-	BlockNumber next;			/* right sibling, or InvalidBlockNumber */
-	OffsetNumber off;			/* next item */
-	OffsetNumber maxoff;
-	IndexTuple	posting;		/* posting list tuple being read, or NULL */
+	/* The leaf level, read through the merge's ring of buffers. */
+	GuniqueBtReader reader;
+	IndexTuple	posting;		/* entry whose heap TIDs are being read */
 	int			nposting;
 	int			iposting;
 
@@ -77,9 +68,6 @@ typedef struct MergeCursor
 	bool		bounded;
 	Datum		first;			/* first key column, index order */
 	Datum		last;
-
-	/* Reading every entry, the merge fills the leaf's key filter. */
-	GuniqueFilterFill fill;
 
 	/* Pages of the leaf (metapage aside), pages read, and where to count. */
 	BlockNumber npages;
@@ -112,8 +100,8 @@ typedef struct MergeState
 	int			nrun;
 	int			maxrun;
 
-	/* The tree's group filter, filled or extended by the merge. */
-	GuniqueFilterFill group_fill;
+	/* The key filters filled from the leaves read whole, or NULL. */
+	GuniqueSummaryMerge *summaries;
 
 	/* Visibility of the rows behind equal keys. */
 	Snapshot	snapshot;
@@ -134,37 +122,6 @@ typedef struct MergeEntry
 	ItemPointerData tid;
 } MergeEntry;
 
-/*
- * Compare column i of the index in index order, through the opclass's sort
- * support if it has one (a direct comparator for most types), else through
- * its comparison function.  PrepareSortSupportFromIndexRel would do this,
- * but accepts only btree's own relations.
- */
-static void
-merge_sortsupport_init(SortSupport ssup, Relation index, int i)
-{
-	Oid			opfamily = index->rd_opfamily[i];
-	Oid			opcintype = index->rd_opcintype[i];
-	Oid			sortsupport;
-
-	memset(ssup, 0, sizeof(SortSupportData));
-	ssup->ssup_cxt = CurrentMemoryContext;
-	ssup->ssup_collation = index->rd_indcollation[i];
-	ssup->ssup_reverse = (index->rd_indoption[i] & INDOPTION_DESC) != 0;
-	ssup->ssup_nulls_first = (index->rd_indoption[i] & INDOPTION_NULLS_FIRST) != 0;
-	ssup->ssup_attno = i + 1;
-
-	sortsupport = get_opfamily_proc(opfamily, opcintype, opcintype,
-									BTSORTSUPPORT_PROC);
-	if (OidIsValid(sortsupport))
-		OidFunctionCall1(sortsupport, PointerGetDatum(ssup));
-	if (ssup->comparator == NULL)
-		PrepareSortSupportComparisonShim(get_opfamily_proc(opfamily, opcintype,
-														   opcintype,
-														   BTORDER_PROC),
-										 ssup);
-}
-
 static void
 merge_state_init(MergeState *state, Relation index)
 {
@@ -174,7 +131,7 @@ merge_state_init(MergeState *state, Relation index)
 	{
 		Form_pg_attribute att = TupleDescAttr(RelationGetDescr(index), i);
 
-		merge_sortsupport_init(&state->ssup[i], index, i);
+		gunique_bt_sortsupport(&state->ssup[i], index, i);
 		state->typlen[i] = att->attlen;
 		state->typbyval[i] = att->attbyval;
 	}
@@ -212,50 +169,21 @@ merge_heap_cmp(Datum a, Datum b, void *arg)
 							   cb->values, cb->isnull);
 }
 
-/*
- * Read leaf page "buf" (locked) from a copy, released at once; false when
- * no page is left.
- */
-static bool
-merge_cursor_load(MergeCursor *cursor, Buffer buf)
+/* Count the pages the reader has read since last asked, for the report. */
+static void
+merge_cursor_count_pages(MergeCursor *cursor)
 {
-	if (!gunique_bt_copy_leaf(cursor->index, buf, cursor->page,
-							  &cursor->next, cursor->strategy))
-		return false;
-	cursor->off = P_FIRSTDATAKEY(BTPageGetOpaque((Page) cursor->page));
-	cursor->maxoff = PageGetMaxOffsetNumber((Page) cursor->page);
-	cursor->posting = NULL;
-	cursor->nread++;
+	BlockNumber read = cursor->reader.pages_read;
+
+	if (read == cursor->nread)
+		return;
 	if (cursor->blocks_done != NULL)
-		pgstat_progress_update_param(PROGRESS_SCAN_BLOCKS_DONE,
-									 ++*cursor->blocks_done);
-	return true;
-}
-
-/* The next non-dead index tuple of the leaf, or NULL at its end. */
-static IndexTuple
-merge_cursor_next_tuple(MergeCursor *cursor)
-{
-	Page		page = (Page) cursor->page;
-
-	for (;;)
 	{
-		ItemId		iid;
-
-		if (cursor->off > cursor->maxoff)
-		{
-			if (!BlockNumberIsValid(cursor->next) ||
-				!merge_cursor_load(cursor,
-								   gunique_bt_read_page(cursor->index,
-														cursor->next,
-														cursor->strategy)))
-				return NULL;
-			continue;
-		}
-		iid = PageGetItemId(page, cursor->off++);
-		if (!ItemIdIsDead(iid))	/* LP_DEAD: known dead to everyone */
-			return (IndexTuple) PageGetItem(page, iid);
+		*cursor->blocks_done += read - cursor->nread;
+		pgstat_progress_update_param(PROGRESS_SCAN_BLOCKS_DONE,
+									 *cursor->blocks_done);
 	}
+	cursor->nread = read;
 }
 
 /* Where is the entry against the cursor's range? -1 before, 1 after. */
@@ -290,13 +218,15 @@ merge_cursor_next(MergeState *state, MergeCursor *cursor)
 		if (cursor->posting != NULL &&
 			cursor->iposting < cursor->nposting)
 		{
-			cursor->tid = *BTreeTupleGetPostingN(cursor->posting,
-												 cursor->iposting++);
+			cursor->tid = *gunique_bt_tuple_tid(cursor->posting,
+												cursor->iposting++);
 			return true;
 		}
 		cursor->posting = NULL;
 
-		if ((itup = merge_cursor_next_tuple(cursor)) == NULL)
+		itup = gunique_bt_reader_next(&cursor->reader);
+		merge_cursor_count_pages(cursor);
+		if (itup == NULL)
 			return false;
 		for (int i = 0; i < state->nkeys; i++)
 			cursor->values[i] = index_getattr(itup, i + 1, desc,
@@ -307,60 +237,44 @@ merge_cursor_next(MergeState *state, MergeCursor *cursor)
 		if (where > 0)
 			return false;
 		/* every key of a leaf read whole goes into the filters */
-		if (!cursor->bounded && !cursor->isnull[0])
-		{
-			if (cursor->fill.summary != NULL)
-				gunique_filter_fill_key(&cursor->fill, cursor->values[0]);
-			if (state->group_fill.summary != NULL)
-				gunique_filter_fill_key(&state->group_fill, cursor->values[0]);
-		}
-		if (BTreeTupleIsPosting(itup))
-		{
-			cursor->posting = itup;
-			cursor->nposting = BTreeTupleGetNPosting(itup);
-			cursor->iposting = 0;
-			continue;
-		}
-		cursor->tid = itup->t_tid;
-		return true;
+		if (state->summaries != NULL && !cursor->bounded &&
+			!cursor->isnull[0])
+			gunique_summary_merge_key(state->summaries,
+									  cursor - state->cursors,
+									  cursor->values[0]);
+		cursor->posting = itup;
+		cursor->nposting = gunique_bt_tuple_ntids(itup);
+		cursor->iposting = 0;
 	}
 }
 
-/* Start reading the leaf at its first page. */
+/*
+ * Start reading the leaf at its first page, or with a range at the page
+ * where its first key would be.
+ */
 static void
 merge_cursor_start(MergeCursor *cursor)
 {
-	Buffer		buf = gunique_bt_get_endpoint(cursor->index, 0, false);
+	bool		found;
 
-	if (!BufferIsValid(buf) || !merge_cursor_load(cursor, buf))
+	found = cursor->bounded ?
+		gunique_bt_reader_start_at(&cursor->reader, cursor->heap,
+								   cursor->first) :
+		gunique_bt_reader_start(&cursor->reader);
+	merge_cursor_count_pages(cursor);
+	if (!found)
 		cursor->skip = true;	/* the btree is empty */
-}
-
-/* Start reading the leaf at the page where "first" would be. */
-static void
-merge_cursor_start_at(MergeState *state, MergeCursor *cursor)
-{
-	BTScanInsert key = gunique_bt_search_key(cursor->index);
-	bool		isnull = false;
-	Buffer		buf;
-
-	gunique_bt_set_search_key(key, cursor->index, 1, &cursor->first, &isnull);
-	_bt_freestack(gunique_bt_search(cursor->index, cursor->heap, key, &buf));
-	pfree(key);
-	if (!BufferIsValid(buf) || !merge_cursor_load(cursor, buf))
-		cursor->skip = true;
 }
 
 static void
 merge_cursor_open(MergeCursor *cursor, GuniqueLeaf *leaf, LOCKMODE lockmode,
 				  BufferAccessStrategy strategy)
 {
-	cursor->strategy = strategy;
 	cursor->heap = table_open(leaf->heapoid, lockmode);
 	cursor->index = index_open(leaf->indexoid, AccessShareLock);
 	cursor->fetch = table_index_fetch_begin(cursor->heap);
 	cursor->slot = table_slot_create(cursor->heap, NULL);
-	cursor->page = palloc(BLCKSZ);
+	gunique_bt_reader_init(&cursor->reader, cursor->index, strategy);
 	cursor->npages = RelationGetNumberOfBlocks(cursor->index);
 	if (cursor->npages > 0)
 		cursor->npages--;		/* the metapage is not read */
@@ -369,7 +283,7 @@ merge_cursor_open(MergeCursor *cursor, GuniqueLeaf *leaf, LOCKMODE lockmode,
 static void
 merge_cursor_close(MergeCursor *cursor)
 {
-	pfree(cursor->page);
+	gunique_bt_reader_end(&cursor->reader);
 	ExecDropSingleTupleTableSlot(cursor->slot);
 	table_index_fetch_end(cursor->fetch);
 	index_close(cursor->index, NoLock);
@@ -712,106 +626,25 @@ merge_progress_begin(MergeState *state)
 }
 
 /*
- * The group filters of the tree's partitioned indexes below the top may
- * no longer match their groups (a partitioned table attached under the
- * tree joins its group): forget them, with every writer locked out.
- */
-static void
-merge_forget_subgroups(Relation topindex)
-{
-	List	   *members = find_all_inheritors(RelationGetRelid(topindex),
-											  NoLock, NULL);
-	ListCell   *lc;
-
-	foreach(lc, members)
-	{
-		Oid			member = lfirst_oid(lc);
-
-		if (member != RelationGetRelid(topindex) &&
-			get_rel_relkind(member) == RELKIND_PARTITIONED_INDEX)
-			gunique_summary_forget(member);
-	}
-	list_free(members);
-}
-
-/*
- * Each leaf that the merge reads whole gets a new key filter from what it
- * reads (filter.c), and so does the tree's group filter (kept by the top
- * index, see probe.c) if every leaf is read whole; if only the attached
- * leaves are (ATTACH), their keys are added to the group filter there is.
- * The merge runs with writers locked out of every leaf (the check's
- * ShareLock), so nobody else touches these filters meanwhile.
+ * Let the leaves read whole, and the tree, get key filters from what the
+ * merge reads (summary.c).  Before the merge starts, "skip" means left out
+ * by ATTACH's range.
  */
 static void
 merge_fill_begin(MergeState *state, Relation topindex)
 {
-	GuniqueSummary *group = gunique_summary_for(topindex);
-	bool		whole = true;
-	uint64		estimate = 0;
+	Relation   *indexes = palloc(sizeof(Relation) * Max(state->ncursors, 1));
+	bool	   *whole = palloc(sizeof(bool) * Max(state->ncursors, 1));
 
-	merge_forget_subgroups(topindex);
 	for (int c = 0; c < state->ncursors; c++)
 	{
-		MergeCursor *cursor = &state->cursors[c];
-		uint64		keys = gunique_filter_keys_estimate(cursor->index);
-
-		estimate += keys;
-
-		/*
-		 * Before the merge starts, "skip" means left out by ATTACH's range.
-		 * An empty leaf (nbtree's metapage alone) gets no filter: its first
-		 * inserts would outgrow it, and if their keys follow the
-		 * partitioning no probe ever reads it.  Probes that do search the
-		 * leaf build one (probe.c).
-		 */
-		if (cursor->bounded || cursor->skip)
-			whole = false;
-		else if (RelationGetNumberOfBlocks(cursor->index) > 1)
-			(void) gunique_filter_fill_begin(&cursor->fill,
-											 gunique_summary_for(cursor->index),
-											 keys, true);
+		indexes[c] = state->cursors[c].index;
+		whole[c] = !state->cursors[c].bounded && !state->cursors[c].skip;
 	}
-	if (state->ncursors < GUNIQUE_GROUP_FILTER_MIN_LEAVES)
-		gunique_summary_forget(RelationGetRelid(topindex));
-	else if (whole ?
-			 gunique_filter_fill_begin(&state->group_fill, group, estimate,
-									   true) :
-			 gunique_filter_extend_begin(&state->group_fill, group))
-	{
-		/*
-		 * A filter read whole holds the leaves this transaction sees, which
-		 * a rollback may change (an earlier DETACH, DROP or TRUNCATE): it
-		 * goes then.  The check's locks keep every inserter away until
-		 * the end of the transaction.  Keys added to the filter there is
-		 * leave it a superset whatever happens.
-		 */
-		if (whole)
-			gunique_summary_forget_at_abort(RelationGetRelid(topindex));
-	}
-	else
-	{
-		/* a group filter that cannot take these keys must not stay */
-		gunique_summary_forget(RelationGetRelid(topindex));
-	}
-}
-
-/* Publish the filters once every entry is read, or drop them on error. */
-static void
-merge_fill_end(MergeState *state, bool complete)
-{
-	for (int c = 0; c <= state->ncursors; c++)
-	{
-		GuniqueFilterFill *fill = c < state->ncursors ?
-			&state->cursors[c].fill : &state->group_fill;
-
-		if (fill->summary == NULL)
-			continue;
-		if (complete)
-			gunique_filter_fill_publish(fill);
-		else
-			gunique_filter_fill_abort(fill);
-		gunique_filter_fill_done(fill);
-	}
+	state->summaries = gunique_summary_merge_begin(topindex, indexes, whole,
+												   state->ncursors);
+	pfree(indexes);
+	pfree(whole);
 }
 
 /* Merge the cursors' entries in key order. */
@@ -828,12 +661,7 @@ merge_run(MergeState *state)
 		MergeCursor *cursor = &state->cursors[c];
 
 		if (!cursor->skip)
-		{
-			if (cursor->bounded)
-				merge_cursor_start_at(state, cursor);
-			else
-				merge_cursor_start(cursor);
-		}
+			merge_cursor_start(cursor);
 		if (!cursor->skip && merge_cursor_next(state, cursor))
 			binaryheap_add_unordered(heap, Int32GetDatum(c));
 		else
@@ -907,11 +735,11 @@ merge_tree(Oid topindexoid, LOCKMODE lockmode, Snapshot snapshot,
 		}
 		PG_CATCH();
 		{
-			merge_fill_end(state, false);
+			gunique_summary_merge_end(state->summaries, false);
 			PG_RE_THROW();
 		}
 		PG_END_TRY();
-		merge_fill_end(state, true);
+		gunique_summary_merge_end(state->summaries, true);
 	}
 
 	for (int c = 0; c < state->ncursors; c++)

@@ -10,10 +10,24 @@
 
 #include "access/genam.h"
 #include "nodes/execnodes.h"
+#include "storage/lwlock.h"
 
-extern bool gunique_probe_insert(Relation index, Datum *values, bool *isnull,
-								 ItemPointer heap_tid, Relation heap,
-								 IndexUniqueCheck checkUnique,
-								 bool indexUnchanged, IndexInfo *indexInfo);
+/* An insert's probe, from before nbtree's insert to after it. */
+typedef struct GuniqueProbe
+{
+	Relation	index;
+	IndexInfo  *indexInfo;
+	bool		skip_self;
+	struct ProbeGroup *pg;		/* NULL if the insert did not probe */
+	LWLock	   *keylock;		/* held across nbtree's insert, if it did */
+	int			cover;			/* GUNIQUE_COVER_* flags (summary.h) */
+} GuniqueProbe;
+
+extern void gunique_probe_before_insert(GuniqueProbe *probe, Relation index,
+										Datum *values, bool *isnull,
+										Relation heap,
+										IndexUniqueCheck checkUnique,
+										IndexInfo *indexInfo);
+extern void gunique_probe_after_insert(GuniqueProbe *probe);
 
 #endif							/* GUNIQUE_PROBE_H */

@@ -30,8 +30,8 @@
  *
  * Siblings: beside each leaf, the other ready indexes of its partition with
  * the same access method and definition that are no partition of another
- * index (REINDEX CONCURRENTLY's copy, then the index it replaced); see the
- * README.
+ * index (REINDEX CONCURRENTLY's copy, then the index it replaced); see
+ * src/README, invariant 7.
  *
  *-------------------------------------------------------------------------
  */
@@ -387,7 +387,7 @@ index_standalone_of_am(Oid indexoid, Oid relam)
  * copy it builds, until it swaps it in as the leaf; then the index it
  * replaced, until that is marked dead): while both take inserts, inserters
  * that saw the swap and inserters that did not probe through different
- * indexes of the partition, so probes search both (see README).
+ * indexes of the partition, so probes search both (src/README, invariant 7).
  */
 static void
 walk_siblings(Oid indexoid, Oid heapoid, Oid group, TreeWalk *walk)
@@ -870,7 +870,7 @@ gunique_scope_for_leaf(Relation index, GuniqueLeafPlace *place,
  * REINDEX, VACUUM FULL and CLUSTER lock the leaf or its table.  Locks of
  * an aborted subtransaction are gone with its changes.  What such a
  * transaction sees of the tree must not be published as a group's filter
- * (probe.c; see README).  Walks every relation of the tree: call it only
+ * (src/README, invariant 6).  Walks every relation of the tree: call it only
  * when about to build something from the tree.
  */
 bool

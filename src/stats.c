@@ -13,6 +13,7 @@
  */
 #include "postgres.h"
 
+#include "executor/executor.h"
 #include "fmgr.h"
 #include "funcapi.h"
 #include "miscadmin.h"
@@ -53,6 +54,7 @@ static HTAB *local_stats = NULL;
 static LocalStats *local_last = NULL;	/* the entry added to last: inserts
 										 * into one partition come in runs */
 static bool local_pending = false;
+static ExecutorEnd_hook_type prev_ExecutorEnd = NULL;
 
 PG_FUNCTION_INFO_V1(gunique_probe_stats);
 PG_FUNCTION_INFO_V1(gunique_probe_stats_reset);
@@ -133,6 +135,24 @@ stats_entry(Oid indexoid)
 			pg_atomic_init_u64(&entry->counts[i], 0);
 	LWLockRelease(stats_lock);
 	return entry;
+}
+
+/* Counts reach shared memory at the end of every statement. */
+static void
+stats_ExecutorEnd(QueryDesc *queryDesc)
+{
+	if (prev_ExecutorEnd)
+		prev_ExecutorEnd(queryDesc);
+	else
+		standard_ExecutorEnd(queryDesc);
+	gunique_stats_flush();
+}
+
+void
+gunique_stats_init(void)
+{
+	prev_ExecutorEnd = ExecutorEnd_hook;
+	ExecutorEnd_hook = stats_ExecutorEnd;
 }
 
 /* Add this backend's counts to the shared ones; counts that find no room

@@ -1,43 +1,25 @@
 /*-------------------------------------------------------------------------
  *
  * summary.c
- *	  Key-range summaries of gunique leaf indexes, in shared memory.
+ *	  The shared summary of each gunique index's keys.
  *
- * A probe must look for a key in every other leaf of its group.  When keys
- * follow the partitioning (serial ids or timestamps in time-partitioned
- * tables, UUIDv7), most leaves cannot hold the key, and a conservative
- * [min, max] of each leaf's keys lets the probe skip them without touching
- * their btrees.
+ * Each leaf index whose key keymap.c can map has an entry in shared memory
+ * (GuniqueSummary) with a conservative [min, max] of its keys (its key
+ * range) and a reference to a bloom filter of them in filter.c's arena
+ * (its key filter); the entry of a group's top index, a partitioned index,
+ * holds the group's filter and the group's count of changes.  This file
+ * owns every rule about them: how an insert covers its key, when a filter
+ * is built, grown, extended or dropped, what a rebuild, a drop, an ATTACH
+ * or a rollback does to them, and the count of changes that lets probes
+ * keep copies.  The proofs are in src/README (invariants 5 and 6).
  *
- * A summary may be wider than the leaf's keys (deleted keys stay in it), but
- * never narrower while it is valid.  That holds because:
- *
- *	 - every insert into a leaf (probe or not) widens the leaf's summary
- *	   before nbtree inserts the key, whatever state the summary is in;
- *	 - a summary becomes valid only through gunique_summary_compute, which
- *	   widens it by the smallest and largest keys in the btree (dead entries
- *	   included) after it was created or reset, so every key that was in the
- *	   btree before any insert widened the summary is covered too;
- *	 - whatever rebuilds a leaf's btree from its table (CREATE INDEX,
- *	   REINDEX, TRUNCATE, VACUUM FULL, CLUSTER) goes through ambuild, which
- *	   resets the summary to invalid; those commands lock out inserters and
- *	   probers of that leaf while they run.
- *
- * Inserters of equal keys hold the same key lock (keylock.c) from their
- * probe until their insert is done, and a prober reads the summaries under
- * it, so the second of two inserters sees the first's widening.
- *
- * Summaries live only in shared memory: after a restart, crash recovery or
- * promotion every summary is invalid until a probe computes it again with
- * two btree descents.  Entries are never removed: a dropped index's entry is
- * cleared (its key filter freed), and an index OID that comes back is reset
- * by its build.  When the table is full, new leaves simply go without a
- * summary and are always probed.  The entry of a group's top index (a
- * partitioned index) holds only the group's key filter (filter.c).
- *
- * Only single-column keys of types whose default gunique ordering is an
- * integer ordering are summarized: int2, int4, int8, oid, date, time,
- * timestamp, timestamptz, and uuid by its first eight bytes.
+ * Entries are never removed: a dropped index's entry is cleared (its
+ * filters freed), and an index OID that comes back is reset by its build.
+ * When the table is full, new leaves go without a summary and are always
+ * searched.  Summaries live only in shared memory: after a restart, crash
+ * recovery or promotion every range is invalid until a probe computes it
+ * again with two btree descents, and filters are built again by probes
+ * that search leaves without one.
  *
  *-------------------------------------------------------------------------
  */
@@ -45,11 +27,9 @@
 
 #include "access/genam.h"
 #include "access/itup.h"
-#include "access/relscan.h"
 #include "access/xact.h"
-#include "catalog/pg_opclass.h"
-#include "catalog/pg_type.h"
-#include "commands/defrem.h"
+#include "catalog/pg_class.h"
+#include "catalog/pg_inherits.h"
 #include "miscadmin.h"
 #include "storage/ipc.h"
 #include "storage/lwlock.h"
@@ -58,16 +38,19 @@
 #include "utils/inval.h"
 #include "utils/lsyscache.h"
 #include "utils/memutils.h"
-#include "utils/snapmgr.h"
-#include "utils/uuid.h"
 
 #include "btread.h"
 #include "compat.h"
 #include "filter.h"
+#include "keylock.h"
+#include "keymap.h"
+#include "scope.h"
 #include "summary.h"
 
-/* Maps signed 64-bit values to unsigned ones in the same order. */
-#define SIGN_FLIP	(UINT64CONST(1) << 63)
+#define FILTER_MIN_KEYS		1024
+#define FILTER_KEYS_PER_PAGE 300	/* a guess for an index built of its
+									 * size: small keys, pages 90% full */
+#define FILTER_BUILD_COST	32	/* entries read by a build per btree search */
 
 /* A backend's memo of an index's summary, or of its having none. */
 typedef struct SummaryMemo
@@ -83,10 +66,9 @@ static LWLock *summaries_lock = NULL;
 static HTAB *memos = NULL;
 
 /*
- * Leaf indexes whose btree this transaction built (new, or rebuilt by
- * TRUNCATE or REINDEX), and the subtransaction that built it.  If that
- * rolls back, the btree is gone or back to what it was, and the summary and
- * filter, made from the new btree, must go too.
+ * Indexes whose summary this transaction made from what only it can see
+ * (a btree it built, or a group's leaves read whole), and the
+ * subtransaction that made it.  If that rolls back, the summary goes.
  */
 typedef struct SummaryBuilt
 {
@@ -98,7 +80,41 @@ static SummaryBuilt *built = NULL;
 static int	nbuilt = 0;
 static int	maxbuilt = 0;
 
+/* Filters taken away from an entry, to be freed (summary_free_detached). */
+typedef struct DetachedFilters
+{
+	uint64		current;
+	uint64		next;
+} DetachedFilters;
+
+/*
+ * A new filter being filled for an entry from a full read of its leaves,
+ * or keys being added to the filter it has (ATTACH).
+ */
+typedef struct SummaryFill
+{
+	GuniqueSummary *summary;	/* NULL when there is nothing to finish */
+	uint64		next;			/* the new filter, until published */
+	uint64		old;			/* the filter it replaces, or 0 */
+	uint64		ref;			/* the filter being filled: "next", or the
+								 * one there is when extending */
+	uint64		nkeys;			/* keys read */
+	bool		exclusive;		/* nobody else reads or writes the leaves */
+	bool		extending;		/* adding to the filter there is */
+	GuniqueSummary *group;		/* the leaf's group's entry, whose count of
+								 * changes to bump on publishing, or NULL */
+} SummaryFill;
+
+struct GuniqueSummaryMerge
+{
+	int			nleaves;
+	SummaryFill *leaves;		/* one per leaf of the merge */
+	SummaryFill group;			/* the tree's group filter */
+	Oid			typid;			/* the key's type, for its hash */
+};
+
 static void summary_relcache_callback(Datum arg, Oid relid);
+static void summary_forget(Oid indexoid);
 
 void
 gunique_summary_shmem_request(void)
@@ -138,83 +154,12 @@ summary_relcache_callback(Datum arg, Oid relid)
 	}
 }
 
-static bool
-summary_type_supported(Oid typid)
-{
-	switch (typid)
-	{
-		case INT2OID:
-		case INT4OID:
-		case INT8OID:
-		case OIDOID:
-		case DATEOID:
-		case TIMEOID:
-		case TIMESTAMPOID:
-		case TIMESTAMPTZOID:
-		case UUIDOID:
-			return true;
-		default:
-			return false;
-	}
-}
-
 /*
- * The key column's type, if the index can be summarized: one key column,
- * ordered by the default gunique operator class of a supported type.
+ * Forget the summary of the index if this (sub)transaction rolls back.
+ * The caller holds locks that keep everyone else from using it until then.
  */
-static Oid
-summary_type(Relation index)
-{
-	Oid			typid;
-	Oid			opclass;
-
-	if (IndexRelationGetNumberOfKeyAttributes(index) != 1)
-		return InvalidOid;
-	typid = TupleDescAttr(RelationGetDescr(index), 0)->atttypid;
-	if (!summary_type_supported(typid) || index->rd_opcintype[0] != typid)
-		return InvalidOid;
-	opclass = GetDefaultOpClass(typid, index->rd_rel->relam);
-	if (!OidIsValid(opclass) ||
-		get_opclass_family(opclass) != index->rd_opfamily[0])
-		return InvalidOid;
-	return typid;
-}
-
-/* A key as an unsigned integer in the same order as the operator class. */
-static uint64
-summary_map(Oid typid, Datum value)
-{
-	switch (typid)
-	{
-		case INT2OID:
-			return (uint64) (int64) DatumGetInt16(value) ^ SIGN_FLIP;
-		case INT4OID:
-		case DATEOID:
-			return (uint64) (int64) DatumGetInt32(value) ^ SIGN_FLIP;
-		case OIDOID:
-			return (uint64) DatumGetObjectId(value);
-		case UUIDOID:
-			{
-				const unsigned char *b = DatumGetUUIDP(value)->data;
-				uint64		prefix = 0;
-
-				/* uuid sorts by memcmp: the first bytes are the high ones */
-				for (int i = 0; i < 8; i++)
-					prefix = (prefix << 8) | b[i];
-				return prefix;
-			}
-		default:
-			return (uint64) DatumGetInt64(value) ^ SIGN_FLIP;
-	}
-}
-
-/*
- * Forget the summary and filter of the index if this (sub)transaction
- * rolls back.  The caller holds locks that keep everyone else from using
- * them until then.
- */
-void
-gunique_summary_forget_at_abort(Oid indexoid)
+static void
+summary_forget_at_abort(Oid indexoid)
 {
 	if (nbuilt == maxbuilt)
 	{
@@ -231,8 +176,8 @@ gunique_summary_forget_at_abort(Oid indexoid)
 
 /*
  * At abort the transaction still holds the locks that keep everyone else
- * away from the leaves it built.  A prepared transaction may yet roll back:
- * its leaves are summarized afresh once its locks are gone.
+ * away from those summaries.  A prepared transaction may yet roll back: its
+ * summaries are made afresh once its locks are gone.
  */
 static void
 summary_xact_callback(XactEvent event, void *arg)
@@ -243,7 +188,7 @@ summary_xact_callback(XactEvent event, void *arg)
 		case XACT_EVENT_PARALLEL_ABORT:
 		case XACT_EVENT_PRE_PREPARE:
 			for (int i = 0; i < nbuilt; i++)
-				gunique_summary_forget(built[i].indexoid);
+				summary_forget(built[i].indexoid);
 			nbuilt = 0;
 			break;
 		case XACT_EVENT_COMMIT:
@@ -267,7 +212,7 @@ summary_subxact_callback(SubXactEvent event, SubTransactionId mySubid,
 		{
 			if (event == SUBXACT_EVENT_ABORT_SUB)
 			{
-				gunique_summary_forget(built[i].indexoid);
+				summary_forget(built[i].indexoid);
 				continue;
 			}
 			if (event == SUBXACT_EVENT_COMMIT_SUB)
@@ -292,7 +237,7 @@ gunique_summary_init(void)
 	RegisterSubXactCallback(summary_subxact_callback, NULL);
 }
 
-/* Find or make the shared entry of a summarizable index. */
+/* Find or make the shared entry of an index whose keys are mapped. */
 static GuniqueSummary *
 summary_lookup(Relation index, Oid typid)
 {
@@ -314,7 +259,10 @@ summary_lookup(Relation index, Oid typid)
 		pg_atomic_init_u64(&summary->min, PG_UINT64_MAX);
 		pg_atomic_init_u64(&summary->max, 0);
 		pg_atomic_init_u64(&summary->changes, 0);
-		gunique_filter_init(summary);
+		pg_atomic_init_u64(&summary->filter, 0);
+		pg_atomic_init_u64(&summary->filter_next, 0);
+		pg_atomic_init_u32(&summary->filter_busy, 0);
+		pg_atomic_init_u32(&summary->filter_searches, 0);
 		summary->typid = typid;
 	}
 	LWLockRelease(summaries_lock);
@@ -322,14 +270,15 @@ summary_lookup(Relation index, Oid typid)
 }
 
 /*
- * The summary of a leaf index, made on first use; NULL if the index is not
- * summarized or the table of summaries is full.
+ * The summary of an index, made on first use; NULL if its keys are not
+ * mapped (keymap.c) or the table of summaries is full.
  */
 GuniqueSummary *
 gunique_summary_for(Relation index)
 {
 	Oid			indexoid = RelationGetRelid(index);
 	SummaryMemo *memo;
+	GuniqueSummary *summary;
 	bool		found;
 	Oid			typid;
 
@@ -350,22 +299,18 @@ gunique_summary_for(Relation index)
 		return memo->summary;
 
 	/* Look everything up before making the memo, which may be flushed. */
-	typid = summary_type(index);
-	{
-		GuniqueSummary *summary = OidIsValid(typid) ?
-			summary_lookup(index, typid) : NULL;
-
-		if (memos == NULL)
-			return summary;
-		memo = hash_search(memos, &indexoid, HASH_ENTER, &found);
-		memo->summary = summary;
-	}
-	return memo->summary;
+	typid = gunique_keymap_type(index);
+	summary = OidIsValid(typid) ? summary_lookup(index, typid) : NULL;
+	if (memos == NULL)
+		return summary;
+	memo = hash_search(memos, &indexoid, HASH_ENTER, &found);
+	memo->summary = summary;
+	return summary;
 }
 
-/* Widen the summary to cover the key; true if it did not already. */
+/* Widen the range to cover the key; true if it did not already. */
 static bool
-summary_widen_key(GuniqueSummary *summary, uint64 key)
+summary_widen(GuniqueSummary *summary, uint64 key)
 {
 	uint64		cur = pg_atomic_read_u64(&summary->min);
 	bool		widened = false;
@@ -391,30 +336,7 @@ summary_widen_key(GuniqueSummary *summary, uint64 key)
 }
 
 /*
- * Let the summary cover a key; called before the key enters the btree.
- * True if the summary was widened.
- */
-bool
-gunique_summary_widen(GuniqueSummary *summary, Datum value)
-{
-	return summary_widen_key(summary, summary_map(summary->typid, value));
-}
-
-/* The key as summaries of its type compare it. */
-uint64
-gunique_summary_key(GuniqueSummary *summary, Datum value)
-{
-	return summary_map(summary->typid, value);
-}
-
-bool
-gunique_summary_needs_compute(GuniqueSummary *summary)
-{
-	return pg_atomic_read_u32(&summary->state) == SUMMARY_INVALID;
-}
-
-/*
- * Widen the summary by the first non-NULL key of the index in one direction,
+ * Widen the range by the first non-NULL key of the index in one direction,
  * dead entries included.
  */
 static void
@@ -424,22 +346,23 @@ summary_widen_by_end(GuniqueSummary *summary, Relation heap, Relation index,
 	Datum		value;
 
 	if (gunique_bt_end_key(heap, index, dir, &value))
-		summary_widen_key(summary, summary_map(summary->typid, value));
+		summary_widen(summary, gunique_keymap_order(summary->typid, value));
 }
 
 /*
- * Make an invalid summary valid: widen it by the btree's smallest and
- * largest keys.  Only one backend computes; the others go on probing the
- * leaf meanwhile.  The caller holds a lock on the leaf that keeps its btree
- * from being rebuilt, and no key lock.
+ * Make an invalid range valid, before a probe relies on it: widen it by
+ * the btree's smallest and largest keys.  Only one backend computes; the
+ * others go on searching the leaf meanwhile.  The caller holds a lock on
+ * the leaf that keeps its btree from being rebuilt, and no key lock.
  */
 void
-gunique_summary_compute(GuniqueSummary *summary, Relation heap,
+gunique_summary_prepare(GuniqueSummary *summary, Relation heap,
 						Relation index)
 {
 	uint32		expected = SUMMARY_INVALID;
 
-	if (!OidIsValid(summary->typid) ||
+	if (summary == NULL || !OidIsValid(summary->typid) ||
+		pg_atomic_read_u32(&summary->state) != SUMMARY_INVALID ||
 		!pg_atomic_compare_exchange_u32(&summary->state, &expected,
 										SUMMARY_COMPUTING))
 		return;
@@ -462,64 +385,579 @@ gunique_summary_compute(GuniqueSummary *summary, Relation heap,
 }
 
 /*
- * Make a summary invalid and take its filters away, for the caller to free
- * once it has released summaries_lock; see the callers.
+ * Take the entry's filters away, for the caller to free with
+ * summary_free_detached once it holds no LWLock.
  */
 static void
-summary_clear(GuniqueSummary *summary, Oid typid, GuniqueFilterRefs *refs)
+summary_detach_filters(GuniqueSummary *summary, DetachedFilters *refs)
 {
-	pg_atomic_write_u32(&summary->state, SUMMARY_INVALID);
-	pg_write_barrier();
-	summary->typid = typid;
-	pg_atomic_write_u64(&summary->min, PG_UINT64_MAX);
-	pg_atomic_write_u64(&summary->max, 0);
-	gunique_filter_detach(summary, refs);
+	refs->current = pg_atomic_exchange_u64(&summary->filter, 0);
+	refs->next = pg_atomic_exchange_u64(&summary->filter_next, 0);
+	if (refs->next == refs->current)
+		refs->next = 0;
+	pg_atomic_write_u32(&summary->filter_searches, 0);
+	pg_atomic_write_u32(&summary->filter_busy, 0);
 }
 
 /*
- * The leaf's btree is being built from its table: whatever the summary
- * held no longer applies.  Called from ambuild, which runs with inserters
- * and probers of the index locked out.
+ * Free filters taken away from an entry.  Light probes read a group's
+ * filter under nothing but a key lock, so they are freed only once every
+ * key lock has been taken and released since (src/README, invariant 6).
  */
-void
-gunique_summary_reset(Relation index)
+static void
+summary_free_detached(DetachedFilters *refs)
 {
-	SummaryTag	tag = {MyDatabaseId, RelationGetRelid(index)};
+	if (refs->current == 0 && refs->next == 0)
+		return;
+	gunique_keylock_barrier();
+	if (refs->current != 0)
+		gunique_filter_free(refs->current);
+	if (refs->next != 0)
+		gunique_filter_free(refs->next);
+}
+
+/*
+ * Make the entry of the index invalid and free its filters, with its
+ * inserters and probers locked out; "typid" is its key type from now on.
+ */
+static void
+summary_clear(Oid indexoid, bool retype, Oid typid)
+{
+	SummaryTag	tag = {MyDatabaseId, indexoid};
 	GuniqueSummary *summary;
-	Oid			typid;
-	GuniqueFilterRefs refs = {0, 0};
+	DetachedFilters refs = {0, 0};
 
 	if (summaries == NULL)
 		return;
-	gunique_summary_forget_at_abort(RelationGetRelid(index));
-	typid = summary_type(index);
 	LWLockAcquire(summaries_lock, LW_SHARED);
 	summary = hash_search(summaries, &tag, HASH_FIND, NULL);
 	if (summary != NULL)
-		summary_clear(summary, typid, &refs);
+	{
+		pg_atomic_write_u32(&summary->state, SUMMARY_INVALID);
+		pg_write_barrier();
+		if (retype)
+			summary->typid = typid;
+		pg_atomic_write_u64(&summary->min, PG_UINT64_MAX);
+		pg_atomic_write_u64(&summary->max, 0);
+		summary_detach_filters(summary, &refs);
+	}
 	LWLockRelease(summaries_lock);
-	gunique_filter_free_detached(&refs);
+	summary_free_detached(&refs);
+}
+
+/*
+ * Forget the index's summary: if it is used again, its range is computed
+ * and its filter built afresh.  The caller keeps its inserters and probers
+ * out.
+ */
+static void
+summary_forget(Oid indexoid)
+{
+	summary_clear(indexoid, false, InvalidOid);
+}
+
+/*
+ * The leaf's btree is being built from its table (ambuild: CREATE INDEX,
+ * REINDEX, TRUNCATE, VACUUM FULL, CLUSTER), with its inserters and probers
+ * locked out: whatever the summary held no longer applies, nor does it if
+ * the build rolls back.
+ */
+void
+gunique_summary_leaf_rebuilt(Relation index)
+{
+	if (summaries == NULL)
+		return;
+	summary_forget_at_abort(RelationGetRelid(index));
+	summary_clear(RelationGetRelid(index), true, gunique_keymap_type(index));
 	summary_relcache_callback((Datum) 0, RelationGetRelid(index));
 }
 
 /*
- * The index is being dropped, with inserters and probers locked out: free
- * its filter, and let an index that gets its OID later start afresh.  If
- * the drop rolls back, the summary is computed again on next use.
+ * The index is being dropped, with inserters and probers locked out.  If
+ * the drop rolls back, the summary is made again on next use.
  */
 void
-gunique_summary_forget(Oid indexoid)
+gunique_summary_index_dropped(Oid indexoid)
 {
-	SummaryTag	tag = {MyDatabaseId, indexoid};
-	GuniqueSummary *summary;
-	GuniqueFilterRefs refs = {0, 0};
+	summary_forget(indexoid);
+}
 
-	if (summaries == NULL)
+/* About how many keys a leaf holds, judged by its size. */
+uint64
+gunique_summary_keys_estimate(Relation index)
+{
+	return (uint64) RelationGetNumberOfBlocks(index) * FILTER_KEYS_PER_PAGE;
+}
+
+/* Could a filter be built for the entry, and is none there or on its way? */
+bool
+gunique_summary_filter_missing(GuniqueSummary *summary)
+{
+	return gunique_filter_arena_ready() && gunique_key_filters &&
+		pg_atomic_read_u64(&summary->filter) == 0 &&
+		pg_atomic_read_u64(&summary->filter_next) == 0 &&
+		pg_atomic_read_u32(&summary->filter_busy) == 0;
+}
+
+/*
+ * How many searches of a leaf without a filter a build is worth: building
+ * reads every entry, about as costly as FILTER_BUILD_COST entries per
+ * search.  A leaf searched rarely (keys that mostly follow the partitioning)
+ * is not worth it.
+ */
+static uint32
+summary_filter_threshold(Relation index)
+{
+	uint64		keys = gunique_summary_keys_estimate(index);
+
+	return (uint32) Min(Max(keys / FILTER_BUILD_COST, 16), PG_UINT32_MAX);
+}
+
+/*
+ * A probe searched the leaf's btree, which has no filter: is it time to
+ * build one?  The count of such searches is shared, so that one-row
+ * statements add up; "index" gives the threshold, once per statement.
+ */
+bool
+gunique_summary_searched(GuniqueSummary *summary, Relation index,
+						 uint32 *threshold)
+{
+	if (!gunique_summary_filter_missing(summary))
+		return false;
+	if (*threshold == 0)
+		*threshold = summary_filter_threshold(index);
+	return pg_atomic_add_fetch_u32(&summary->filter_searches, 1) >= *threshold;
+}
+
+/*
+ * A probe checked "n" leaves of a group that has no group filter: is it
+ * time to build one?  Checking a leaf costs about what reading one entry
+ * of a btree costs, so the filter is worth building once probes have
+ * checked as many leaves as the group holds keys ("keys", found by the
+ * caller once per statement).
+ */
+bool
+gunique_summary_group_checked(GuniqueSummary *group, uint32 n, uint64 keys)
+{
+	uint32		threshold = (uint32) Min(Max(keys, 16), PG_UINT32_MAX / 2);
+
+	return gunique_summary_filter_missing(group) &&
+		pg_atomic_add_fetch_u32(&group->filter_searches, n) >= threshold;
+}
+
+/* Did probes of this statement find the leaf worth a filter? */
+bool
+gunique_summary_filter_due(GuniqueSummary *summary, uint32 threshold)
+{
+	return threshold != 0 && gunique_summary_filter_missing(summary) &&
+		pg_atomic_read_u32(&summary->filter_searches) >= threshold;
+}
+
+/*
+ * Let the entry's filters hold a key, before nbtree inserts it: "next"
+ * first, since a builder publishes the new filter before clearing it.
+ * True if the entry has outgrown its filter and nobody is building a
+ * bigger one.
+ */
+static bool
+summary_filter_add(GuniqueSummary *summary, uint64 hash)
+{
+	uint64		next = pg_atomic_read_u64(&summary->filter_next);
+	uint64		current;
+	bool		full = false;
+
+	pg_read_barrier();
+	current = pg_atomic_read_u64(&summary->filter);
+	if (next != 0)
+		(void) gunique_filter_set(next, hash, true);
+	if (current != 0 && current != next)
+		full = gunique_filter_set(current, hash, true);
+	return full && next == 0 &&
+		pg_atomic_read_u32(&summary->filter_busy) == 0;
+}
+
+/*
+ * Let the leaf's summary and its group's filter cover a key before nbtree
+ * inserts it into the leaf: under the inserter's key lock when it probes.
+ * The group's filter gets the key even if the leaf has no summary (the
+ * table was full): probes from the other leaves rely on it.  A widened
+ * range bumps the group's count of changes, so that probes drop their
+ * copies.  Returns GUNIQUE_COVER_* flags for what to build afterwards.
+ */
+int
+gunique_summary_cover(GuniqueSummary *summary, GuniqueSummary *group,
+					  GuniqueKeyImage *key)
+{
+	int			result = 0;
+
+	if (!key->mapped)
+		return 0;
+	if (group != NULL && summary_filter_add(group, key->hash))
+		result |= GUNIQUE_COVER_GROUP_FULL;
+	if (summary == NULL)
+		return result;
+	if (summary_widen(summary, key->order) && group != NULL)
+		pg_atomic_fetch_add_u64(&group->changes, 1);
+	if (summary_filter_add(summary, key->hash))
+		result |= GUNIQUE_COVER_LEAF_FULL;
+	return result;
+}
+
+/*
+ * How many keys a new filter should be made for: what the leaves seem to
+ * hold, or twice what the filter it replaces was given.
+ */
+static uint64
+summary_filter_keys_wanted(GuniqueSummary *summary, uint64 estimate)
+{
+	uint64		current = pg_atomic_read_u64(&summary->filter);
+	uint64		keys = estimate;
+
+	if (current != 0)
+		keys = Max(keys, 2 * gunique_filter_count(current));
+	return Max(keys, FILTER_MIN_KEYS);
+}
+
+/*
+ * Start filling a new filter for an entry, of about "estimate" keys,
+ * published as "next" so that inserts set their bits in it too; the caller
+ * then takes the key lock barrier before it reads the leaves.  With
+ * "exclusive", the caller's locks keep every inserter and prober of the
+ * leaves out until it is done: no barrier is needed, and bits are set
+ * without atomic operations.  False if another backend is building one or
+ * the arena has no room.
+ */
+static bool
+summary_fill_begin(SummaryFill *fill, GuniqueSummary *summary,
+				   uint64 estimate, bool exclusive)
+{
+	uint32		expected = 0;
+
+	memset(fill, 0, sizeof(SummaryFill));
+	if (!gunique_filter_arena_ready() || summary == NULL ||
+		!pg_atomic_compare_exchange_u32(&summary->filter_busy, &expected, 1))
+		return false;
+	fill->summary = summary;
+	fill->exclusive = exclusive;
+	fill->old = pg_atomic_read_u64(&summary->filter);
+	fill->next = gunique_filter_alloc(summary_filter_keys_wanted(summary,
+																 estimate));
+	if (fill->next == 0)
+	{
+		/* No room: keep the filter there is, and ask again at twice its load */
+		if (fill->old != 0)
+			gunique_filter_set_capacity(fill->old,
+										2 * gunique_filter_count(fill->old));
+		pg_atomic_write_u32(&summary->filter_busy, 0);
+		return false;
+	}
+	fill->ref = fill->next;
+	pg_atomic_write_u64(&summary->filter_next, fill->next);
+	return true;
+}
+
+/*
+ * Add keys to the filter there is, with every inserter and prober of the
+ * leaves it covers locked out (ATTACH adds a partition to a group): false
+ * if there is none.
+ */
+static bool
+summary_extend_begin(SummaryFill *fill, GuniqueSummary *summary)
+{
+	memset(fill, 0, sizeof(SummaryFill));
+	if (!gunique_filter_arena_ready() || summary == NULL ||
+		pg_atomic_read_u64(&summary->filter) == 0 ||
+		pg_atomic_read_u64(&summary->filter_next) != 0 ||
+		pg_atomic_read_u32(&summary->filter_busy) != 0)
+		return false;
+	pg_atomic_write_u32(&summary->filter_busy, 1);
+	fill->summary = summary;
+	fill->exclusive = true;
+	fill->extending = true;
+	fill->ref = pg_atomic_read_u64(&summary->filter);
+	return true;
+}
+
+/* A key read from the leaves after the barrier, by its hash. */
+static inline void
+summary_fill_hash(SummaryFill *fill, uint64 hash)
+{
+	/* counted all at once when published */
+	if (fill->exclusive)
+		gunique_filter_set_alone(fill->ref, hash);
+	else
+		(void) gunique_filter_set(fill->ref, hash, false);
+	fill->nkeys++;
+}
+
+/*
+ * Every entry of the leaves has been read: let probes use the new filter.
+ * A leaf's group counts the change first, since probes keep the old
+ * reference while the count stays put.  The caller then takes the barrier
+ * again (unless exclusive) and calls summary_fill_done.
+ */
+static void
+summary_fill_publish(SummaryFill *fill)
+{
+	GuniqueSummary *summary = fill->summary;
+
+	gunique_filter_add_count(fill->ref, fill->nkeys);
+	if (fill->extending)
 		return;
-	LWLockAcquire(summaries_lock, LW_SHARED);
-	summary = hash_search(summaries, &tag, HASH_FIND, NULL);
-	if (summary != NULL)
-		summary_clear(summary, summary->typid, &refs);
-	LWLockRelease(summaries_lock);
-	gunique_filter_free_detached(&refs);
+	if (fill->group != NULL)
+		pg_atomic_fetch_add_u64(&fill->group->changes, 1);
+	/* publish before clearing "next": see summary_filter_add */
+	pg_write_barrier();
+	pg_atomic_write_u64(&summary->filter, fill->next);
+	pg_write_barrier();
+	pg_atomic_write_u64(&summary->filter_next, 0);
+	fill->next = 0;
+}
+
+/*
+ * The fill failed: stop inserts from setting bits in its filter.  An
+ * extension that failed may have set some of the keys' bits, which only
+ * adds false positives.
+ */
+static void
+summary_fill_abort(SummaryFill *fill)
+{
+	if (fill->summary != NULL && fill->next != 0)
+		pg_atomic_write_u64(&fill->summary->filter_next, 0);
+}
+
+/*
+ * After the barrier that follows publishing (or an error): no probe or
+ * insert reads the filter that was replaced, or the one that was being
+ * filled if the fill failed.
+ */
+static void
+summary_fill_done(SummaryFill *fill)
+{
+	GuniqueSummary *summary = fill->summary;
+
+	if (summary == NULL)
+		return;
+	if (fill->next != 0)
+		gunique_filter_free(fill->next);
+	else if (fill->old != 0 && !fill->extending)
+		gunique_filter_free(fill->old);
+	pg_atomic_write_u32(&summary->filter_searches, 0);
+	pg_atomic_write_u32(&summary->filter_busy, 0);
+	fill->summary = NULL;
+}
+
+/* Read every key of a leaf's btree into the filter being filled. */
+static void
+summary_fill_leaf(SummaryFill *fill, Relation index)
+{
+	TupleDesc	desc = RelationGetDescr(index);
+	BufferAccessStrategy strategy = GetAccessStrategy(BAS_BULKREAD);
+	GuniqueBtReader reader;
+	IndexTuple	itup;
+
+	gunique_bt_reader_init(&reader, index, strategy);
+	if (gunique_bt_reader_start(&reader))
+		while ((itup = gunique_bt_reader_next(&reader)) != NULL)
+		{
+			bool		isnull;
+			Datum		value = index_getattr(itup, 1, desc, &isnull);
+
+			if (!isnull)
+				summary_fill_hash(fill,
+								  gunique_keymap_hash(fill->summary->typid,
+													  value));
+		}
+	gunique_bt_reader_end(&reader);
+	FreeAccessStrategy(strategy);
+}
+
+/*
+ * Give an entry a filter, or a bigger one, from the btrees of its leaves,
+ * while inserts go on: publish it for inserts, take the barrier, read the
+ * leaves, publish it for probes, take the barrier again and free the old
+ * one (src/README, invariant 6).  The caller holds locks on the leaves
+ * that keep their btrees from being rebuilt, and no key lock.  Does nothing
+ * if another backend is building one or the arena has no room.
+ */
+static void
+summary_build(GuniqueSummary *summary, Relation *indexes, int n,
+			  GuniqueSummary *group)
+{
+	SummaryFill fill;
+	uint64		estimate = 0;
+
+	for (int i = 0; i < n; i++)
+		estimate += gunique_summary_keys_estimate(indexes[i]);
+	if (!summary_fill_begin(&fill, summary, estimate, false))
+		return;
+	fill.group = group;
+	PG_TRY();
+	{
+		gunique_keylock_barrier();
+		for (int i = 0; i < n; i++)
+			summary_fill_leaf(&fill, indexes[i]);
+	}
+	PG_CATCH();
+	{
+		summary_fill_abort(&fill);
+		gunique_keylock_barrier();
+		summary_fill_done(&fill);
+		PG_RE_THROW();
+	}
+	PG_END_TRY();
+	summary_fill_publish(&fill);
+	if (fill.old != 0)
+		gunique_keylock_barrier();
+	summary_fill_done(&fill);
+}
+
+/*
+ * Give a leaf a filter, or a bigger one: probes searched it often enough
+ * without one, or it outgrew the one it has.  Its group ("group", or NULL)
+ * counts the change.
+ */
+void
+gunique_summary_build_filter(GuniqueSummary *summary, Relation index,
+							 GuniqueSummary *group)
+{
+	summary_build(summary, &index, 1, group);
+}
+
+/*
+ * Build a group's filter from all its leaves, "index" among them, unless
+ * this transaction has changed the tree (DETACH, DROP, TRUNCATE, REINDEX
+ * of a member, ...): the filter would hold the keys of the leaves as this
+ * transaction sees them, and light probes of other transactions, which lock
+ * no leaf, would rely on it before a rollback brings the old leaves back.
+ * The filter there is keeps taking every key meanwhile; a later
+ * transaction replaces it.  *tree_changed is the caller's memo of the
+ * answer: 0 until asked, then 'y' or 'n'.
+ */
+void
+gunique_summary_build_group_filter(GuniqueSummary *group, Relation *leaves,
+								   int n, Relation index, char *tree_changed)
+{
+	if (*tree_changed == 0)
+		*tree_changed = gunique_tree_changed_here(index) ? 'y' : 'n';
+	if (*tree_changed == 'y')
+		return;
+	summary_build(group, leaves, n, NULL);
+}
+
+/*
+ * The group filters of the tree's partitioned indexes below the top may
+ * no longer match their groups (a partitioned table attached under the
+ * tree joins its group): forget them, with every writer locked out.
+ */
+static void
+summary_forget_subgroups(Relation topindex)
+{
+	List	   *members = find_all_inheritors(RelationGetRelid(topindex),
+											  NoLock, NULL);
+	ListCell   *lc;
+
+	foreach(lc, members)
+	{
+		Oid			member = lfirst_oid(lc);
+
+		if (member != RelationGetRelid(topindex) &&
+			get_rel_relkind(member) == RELKIND_PARTITIONED_INDEX)
+			summary_forget(member);
+	}
+	list_free(members);
+}
+
+/*
+ * The merge of a tree's leaves (CREATE INDEX, ATTACH) is about to read
+ * them, with every writer locked out (the check's ShareLock).  Each leaf
+ * it reads whole ("whole") gets a new filter from what it reads, and so
+ * does the tree's group filter if every leaf is read whole; if only the
+ * attached leaves are (ATTACH), their keys are added to the group filter
+ * there is, or it goes.  An empty leaf (nbtree's metapage alone) gets no
+ * filter: its first inserts would outgrow it, and if their keys follow the
+ * partitioning no probe ever reads it.  Feed the keys read with
+ * gunique_summary_merge_key, and finish with gunique_summary_merge_end.
+ */
+GuniqueSummaryMerge *
+gunique_summary_merge_begin(Relation topindex, Relation *leaves, bool *whole,
+							int n)
+{
+	GuniqueSummaryMerge *merge = palloc0(sizeof(GuniqueSummaryMerge));
+	GuniqueSummary *group = gunique_summary_for(topindex);
+	bool		all = true;
+	uint64		estimate = 0;
+
+	merge->nleaves = n;
+	merge->leaves = palloc0(sizeof(SummaryFill) * Max(n, 1));
+	merge->typid = gunique_keymap_type(topindex);
+	summary_forget_subgroups(topindex);
+	for (int i = 0; i < n; i++)
+	{
+		uint64		keys = gunique_summary_keys_estimate(leaves[i]);
+
+		estimate += keys;
+		if (!whole[i])
+			all = false;
+		else if (RelationGetNumberOfBlocks(leaves[i]) > 1)
+			(void) summary_fill_begin(&merge->leaves[i],
+									  gunique_summary_for(leaves[i]),
+									  keys, true);
+	}
+	if (n < GUNIQUE_GROUP_FILTER_MIN_LEAVES)
+		summary_forget(RelationGetRelid(topindex));
+	else if (all ? summary_fill_begin(&merge->group, group, estimate, true) :
+			 summary_extend_begin(&merge->group, group))
+	{
+		/*
+		 * A filter read whole holds the leaves this transaction sees, which
+		 * a rollback may change (an earlier DETACH, DROP or TRUNCATE): it
+		 * goes then.  The check's locks keep every inserter away until the
+		 * end of the transaction.  Keys added to the filter there is leave
+		 * it a superset whatever happens.
+		 */
+		if (all)
+			summary_forget_at_abort(RelationGetRelid(topindex));
+	}
+	else
+	{
+		/* a group filter that cannot take these keys must not stay */
+		summary_forget(RelationGetRelid(topindex));
+	}
+	return merge;
+}
+
+/* A non-NULL first key column read from leaf "leaf", read whole. */
+void
+gunique_summary_merge_key(GuniqueSummaryMerge *merge, int leaf, Datum value)
+{
+	SummaryFill *fill = &merge->leaves[leaf];
+	uint64		hash;
+
+	if (fill->summary == NULL && merge->group.summary == NULL)
+		return;
+	hash = gunique_keymap_hash(merge->typid, value);
+	if (fill->summary != NULL)
+		summary_fill_hash(fill, hash);
+	if (merge->group.summary != NULL)
+		summary_fill_hash(&merge->group, hash);
+}
+
+/* Publish the filters once every entry is read, or drop them on error. */
+void
+gunique_summary_merge_end(GuniqueSummaryMerge *merge, bool complete)
+{
+	for (int i = 0; i <= merge->nleaves; i++)
+	{
+		SummaryFill *fill = i < merge->nleaves ?
+			&merge->leaves[i] : &merge->group;
+
+		if (fill->summary == NULL)
+			continue;
+		if (complete)
+			summary_fill_publish(fill);
+		else
+			summary_fill_abort(fill);
+		summary_fill_done(fill);
+	}
 }

@@ -1,7 +1,9 @@
 /*-------------------------------------------------------------------------
  *
  * summary.h
- *	  Key-range summaries of gunique leaf indexes, in shared memory.
+ *	  The shared summary of each gunique index's keys: its key range and key
+ *	  filter, and for a group's top index the group's filter and count of
+ *	  changes.  summary.c owns every rule about them; see src/README.
  *
  *-------------------------------------------------------------------------
  */
@@ -11,9 +13,19 @@
 #include "port/atomics.h"
 #include "utils/rel.h"
 
+#include "filter.h"
+#include "keymap.h"
+
 #define SUMMARY_INVALID		0
 #define SUMMARY_COMPUTING	1
 #define SUMMARY_VALID		2
+
+/*
+ * A group's filter pays only when a probe would otherwise check many
+ * leaves: below this many, each leaf's range and filter are as cheap as
+ * keeping the group's filter up to date.
+ */
+#define GUNIQUE_GROUP_FILTER_MIN_LEAVES 16
 
 typedef struct SummaryTag
 {
@@ -22,31 +34,41 @@ typedef struct SummaryTag
 } SummaryTag;
 
 /*
- * One leaf index's conservative [min, max] of its keys, in shared memory;
- * see summary.c.  Read and written only through the atomics.
+ * One index's entry in shared memory.  Written only by summary.c, read by
+ * probes only through the inline functions below.
  */
 typedef struct GuniqueSummary
 {
 	SummaryTag	tag;			/* hash key */
-	Oid			typid;			/* type of the key column */
-	pg_atomic_uint32 state;
-	pg_atomic_uint64 min;		/* keys mapped by gunique_summary_key() */
+	Oid			typid;			/* key type (keymap.c), or InvalidOid */
+	pg_atomic_uint32 state;		/* of the range */
+	pg_atomic_uint64 min;		/* the range, in keymap order images */
 	pg_atomic_uint64 max;
-	/* the leaf's key filter (filter.c): arena offsets, 0 if none */
-	pg_atomic_uint64 filter;	/* complete, read by probes */
+	pg_atomic_uint64 filter;	/* complete, read by probes: a reference */
 	pg_atomic_uint64 filter_next;	/* being built to replace it */
 	pg_atomic_uint32 filter_busy;	/* a backend is building one */
 	pg_atomic_uint32 filter_searches;	/* btree searches while it had none */
-
-	/*
-	 * In a group's entry: bumped, under the inserter's key lock, after a
-	 * leaf of the group widens its range (before the key enters the
-	 * btree), and before a leaf's new filter is published, so that probes
-	 * may keep copies of the leaves' ranges and filters while it stays the
-	 * same (probe.c).
-	 */
-	pg_atomic_uint64 changes;
+	pg_atomic_uint64 changes;	/* a group's: see gunique_summary_changes */
 } GuniqueSummary;
+
+/*
+ * A copy of a leaf's range and filter reference, as a probe read them
+ * under a key lock; it serves later keys while the group's count of
+ * changes stays the same (src/README, invariant 5).
+ */
+typedef struct GuniqueSummaryCopy
+{
+	uint64		min;
+	uint64		max;
+	uint64		filter;			/* a reference, or 0 */
+} GuniqueSummaryCopy;
+
+/* What gunique_summary_cover leaves to do once the key lock is released. */
+#define GUNIQUE_COVER_LEAF_FULL		0x01	/* the leaf outgrew its filter */
+#define GUNIQUE_COVER_GROUP_FULL	0x02	/* the group outgrew its filter */
+
+/* The merge's filling of the filters of the leaves it reads (merge.c). */
+typedef struct GuniqueSummaryMerge GuniqueSummaryMerge;
 
 extern int	gunique_max_summaries;
 
@@ -55,30 +77,99 @@ extern void gunique_summary_shmem_startup(void);
 extern void gunique_summary_init(void);
 
 extern GuniqueSummary *gunique_summary_for(Relation index);
-extern bool gunique_summary_widen(GuniqueSummary *summary, Datum value);
-extern uint64 gunique_summary_key(GuniqueSummary *summary, Datum value);
-extern bool gunique_summary_needs_compute(GuniqueSummary *summary);
-extern void gunique_summary_compute(GuniqueSummary *summary, Relation heap,
+extern void gunique_summary_prepare(GuniqueSummary *summary, Relation heap,
 									Relation index);
-extern void gunique_summary_reset(Relation index);
-extern void gunique_summary_forget(Oid indexoid);
-extern void gunique_summary_forget_at_abort(Oid indexoid);
+extern uint64 gunique_summary_keys_estimate(Relation index);
+
+/* Probes */
+extern bool gunique_summary_filter_missing(GuniqueSummary *summary);
+extern bool gunique_summary_searched(GuniqueSummary *summary, Relation index,
+									 uint32 *threshold);
+extern bool gunique_summary_group_checked(GuniqueSummary *group, uint32 n,
+										  uint64 keys);
+extern int	gunique_summary_cover(GuniqueSummary *summary,
+								  GuniqueSummary *group,
+								  GuniqueKeyImage *key);
+extern bool gunique_summary_filter_due(GuniqueSummary *summary,
+									   uint32 threshold);
+extern void gunique_summary_build_filter(GuniqueSummary *summary,
+										 Relation index,
+										 GuniqueSummary *group);
+extern void gunique_summary_build_group_filter(GuniqueSummary *group,
+											   Relation *leaves, int n,
+											   Relation index,
+											   char *tree_changed);
+
+/* DDL */
+extern void gunique_summary_leaf_rebuilt(Relation index);
+extern void gunique_summary_index_dropped(Oid indexoid);
+extern GuniqueSummaryMerge *gunique_summary_merge_begin(Relation topindex,
+														Relation *leaves,
+														bool *whole, int n);
+extern void gunique_summary_merge_key(GuniqueSummaryMerge *merge, int leaf,
+									  Datum value);
+extern void gunique_summary_merge_end(GuniqueSummaryMerge *merge,
+									  bool complete);
+
+/* The type the summary maps keys of (keymap.c); InvalidOid if none. */
+static inline Oid
+gunique_summary_keytype(GuniqueSummary *summary)
+{
+	return summary != NULL ? summary->typid : InvalidOid;
+}
 
 /*
- * The summary's range as it is now, in keys mapped by gunique_summary_key:
- * all keys if it is not valid.  Inline: a probe reads it for every other
- * leaf of a row's group.
+ * Copy the leaf's range (all keys, if it is not valid) and its filter
+ * reference, under a key lock.  Inline: a probe reads them for every leaf
+ * of a row's group that it cannot rule out at once.  A leaf without a
+ * summary (NULL) may hold any key.
  */
 static inline void
-gunique_summary_range(GuniqueSummary *summary, uint64 *min, uint64 *max)
+gunique_summary_copy(GuniqueSummary *summary, GuniqueSummaryCopy *copy)
 {
-	*min = 0;
-	*max = PG_UINT64_MAX;
-	if (pg_atomic_read_u32(&summary->state) != SUMMARY_VALID)
+	copy->min = 0;
+	copy->max = PG_UINT64_MAX;
+	copy->filter = 0;
+	if (summary == NULL)
 		return;
+	if (pg_atomic_read_u32(&summary->state) == SUMMARY_VALID)
+	{
+		pg_read_barrier();
+		copy->min = pg_atomic_read_u64(&summary->min);
+		copy->max = pg_atomic_read_u64(&summary->max);
+	}
+	copy->filter = pg_atomic_read_u64(&summary->filter);
 	pg_read_barrier();
-	*min = pg_atomic_read_u64(&summary->min);
-	*max = pg_atomic_read_u64(&summary->max);
+}
+
+/* Does the copy rule the key out by its range? */
+static inline bool
+gunique_summary_copy_outside(GuniqueSummaryCopy *copy, GuniqueKeyImage *key)
+{
+	return key->order < copy->min || key->order > copy->max;
+}
+
+/* The filter reference of a group's (or a leaf's) entry, under a key lock. */
+static inline uint64
+gunique_summary_filter(GuniqueSummary *summary)
+{
+	uint64		ref = pg_atomic_read_u64(&summary->filter);
+
+	pg_read_barrier();
+	return ref;
+}
+
+/*
+ * A group's count of changes, read under a key lock: copies of the group's
+ * leaves' summaries taken at the same count still serve.
+ */
+static inline uint64
+gunique_summary_changes(GuniqueSummary *group)
+{
+	uint64		changes = pg_atomic_read_u64(&group->changes);
+
+	pg_read_barrier();
+	return changes;
 }
 
 #endif							/* GUNIQUE_SUMMARY_H */

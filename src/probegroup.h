@@ -1,0 +1,86 @@
+/*-------------------------------------------------------------------------
+ *
+ * probegroup.h
+ *	  What a statement's probes from one leaf index search: its group.
+ *
+ *-------------------------------------------------------------------------
+ */
+#ifndef GUNIQUE_PROBEGROUP_H
+#define GUNIQUE_PROBEGROUP_H
+
+#include "nodes/execnodes.h"
+
+#include "probescan.h"
+#include "summary.h"
+
+/*
+ * Copies of the summaries of a group's leaves, side by side, taken under a
+ * key lock and valid while the group's count of changes is "changes"
+ * (src/README, invariant 5).  A probe past the group's filter checks every
+ * leaf: with hundreds of them, one array read in order costs much less
+ * than hundreds of summaries spread over shared memory.  The leaves are
+ * also kept sorted by the low ends of their ranges, so that those whose
+ * range may hold a key are found by a binary search.
+ */
+typedef struct LeafSummaryCopies
+{
+	bool		valid;
+	uint64		changes;
+	GuniqueSummaryCopy *leaves; /* one per target */
+	bool		ordered;		/* "order" has been sorted once */
+	int		   *order;			/* the targets by the low end of their range */
+	uint64	   *reach;			/* reach[j]: the highest high end of the
+								 * ranges of order[0 .. j] */
+} LeafSummaryCopies;
+
+/*
+ * What a statement's probes from one leaf index need: the open scans of the
+ * leaves of its group and the key's description, made on its first row.
+ */
+typedef struct ProbeGroup
+{
+	ProbeStatement *stmt;		/* whose memory and scans it uses */
+	uint64		scope_generation;	/* valid while the scope cache is */
+	bool		skip_self;		/* own leaf left out (ON CONFLICT) */
+	bool		needed;			/* another leaf can hold the leaf's keys */
+	bool		light;			/* only the group's filter: no targets, see
+								 * group_light_possible */
+	bool		filters_wanted; /* a probe searched a leaf without a filter */
+	Oid			topindex;
+	int			nleaves;		/* the group's leaves, own leaf included */
+	int			ntargets;
+	ProbeScan **targets;		/* the group's leaves, own leaf at "self" */
+	GuniqueSummary **summaries; /* their summaries (or NULLs), side by side
+								 * for the loop that skips leaves */
+	int			self;			/* -1 if own leaf is left out */
+	GuniqueSummary *own_summary;	/* own leaf's summary, or NULL */
+	Oid			keytype;		/* how summaries map the key (keymap.c) */
+
+	/* The group's key filter, kept by the group's top index (summary.c). */
+	Oid			group;
+	GuniqueSummary *group_summary;	/* NULL if the key is not summarized */
+	bool		use_group_filter;	/* the group has leaves enough */
+	uint64		group_keys;		/* keys the group seems to hold; 0 until
+								 * needed */
+	bool		group_filter_wanted;	/* worth building now */
+	char		tree_changed;	/* see gunique_summary_build_group_filter */
+	LeafSummaryCopies *copies;	/* with the group's filter in use, else NULL */
+
+	/* The key, as in GuniqueScope. */
+	int			nkeys;
+	bool		nulls_not_distinct;
+	Oid			collation[INDEX_MAX_KEYS];
+	bool		hashable[INDEX_MAX_KEYS];
+	FmgrInfo	hashfn[INDEX_MAX_KEYS];
+} ProbeGroup;
+
+extern ProbeGroup *gunique_probegroup_for(IndexInfo *indexInfo,
+										  Relation index, bool skip_self);
+extern ProbeGroup *gunique_probegroup_whole(IndexInfo *indexInfo,
+											Relation index, bool skip_self);
+extern void gunique_probegroup_cleanup(IndexInfo *indexInfo);
+extern LeafSummaryCopies *gunique_probegroup_copies(ProbeGroup *pg);
+extern int	gunique_probegroup_copies_upto(LeafSummaryCopies *copies, int n,
+										   uint64 key);
+
+#endif							/* GUNIQUE_PROBEGROUP_H */

@@ -129,7 +129,7 @@ gunique_check_build(Relation index, IndexInfo *indexInfo)
 
 	/* A member of a partitioned gunique index relies on the hooks. */
 	if (index->rd_rel->relispartition && !gunique_preloaded)
-		gunique_report_not_preloaded("build a partition of a gunique index");
+		gunique_report_not_preloaded(GUNIQUE_NEED_BUILD);
 }
 
 /*
@@ -215,7 +215,7 @@ gunique_insert(Relation index, Datum *values, bool *isnull,
 			   IndexInfo *indexInfo)
 {
 	if (index->rd_rel->relispartition && !gunique_preloaded)
-		gunique_report_not_preloaded("insert into a partition of a gunique index");
+		gunique_report_not_preloaded(GUNIQUE_NEED_INSERT);
 
 	/* Hidden from a foreign key being added, but unique all the same. */
 	if (checkUnique == UNIQUE_CHECK_NO &&

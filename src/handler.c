@@ -26,7 +26,6 @@
 #include "access/amapi.h"
 #include "access/nbtree.h"
 #include "catalog/pg_am.h"
-#include "commands/defrem.h"
 #include "nodes/execnodes.h"
 #include "utils/fmgrprotos.h"
 #include "utils/rel.h"
@@ -84,16 +83,6 @@ gunique_handler(PG_FUNCTION_ARGS)
 	GUNIQUE_DISABLE_PARALLEL_BUILD(amroutine);
 
 	PG_RETURN_POINTER(amroutine);
-}
-
-/*
- * OID of the gunique access method, or InvalidOid if the extension is not
- * installed in this database and missing_ok.
- */
-Oid
-gunique_am_oid(bool missing_ok)
-{
-	return get_index_am_oid(GUNIQUE_AM_NAME, missing_ok);
 }
 
 /*

@@ -14,8 +14,6 @@
 
 extern Datum gunique_handler(PG_FUNCTION_ARGS);
 
-extern Oid	gunique_am_oid(bool missing_ok);
-
 extern bool gunique_btinsert(Relation index, Datum *values, bool *isnull,
 							 ItemPointer heap_tid, Relation heap,
 							 IndexUniqueCheck checkUnique, bool indexUnchanged,

@@ -49,3 +49,10 @@ include $(PGXS)
 .PHONY: bench
 bench:
 	bench/run --pg-config $(shell command -v $(PG_CONFIG)) $(BENCH_ARGS)
+
+# The regression and isolation tests, a line each ("REGRESS: a b c",
+# "ISOLATION: x y z"), for tools/test-all; builds nothing.
+.PHONY: print-tests
+print-tests:
+	@echo 'REGRESS: $(REGRESS)'
+	@echo 'ISOLATION: $(ISOLATION)'

@@ -94,6 +94,29 @@ RESET ROLE;
 -- the table's owner bypasses row-level security, and sees it all
 INSERT INTO t VALUES (12, 1);
 
+-- The check of CREATE INDEX and ATTACH hides the key on the same terms:
+-- here from the table's owner, whom FORCE ROW LEVEL SECURITY subjects to
+-- row-level security; with more than one key duplicated, then one
+CREATE TABLE m (a int, b int) PARTITION BY RANGE (a);
+CREATE TABLE m1 PARTITION OF m FOR VALUES FROM (0) TO (10);
+CREATE TABLE m2 PARTITION OF m FOR VALUES FROM (10) TO (20);
+INSERT INTO m VALUES (1, 1), (11, 1), (2, 2), (12, 2);
+ALTER TABLE m OWNER TO regress_gunique_writer;
+ALTER TABLE m1 OWNER TO regress_gunique_writer;
+ALTER TABLE m2 OWNER TO regress_gunique_writer;
+ALTER TABLE m1 ENABLE ROW LEVEL SECURITY, FORCE ROW LEVEL SECURITY;
+ALTER TABLE m2 ENABLE ROW LEVEL SECURITY, FORCE ROW LEVEL SECURITY;
+GRANT CREATE ON SCHEMA gpriv TO regress_gunique_writer;
+SET ROLE regress_gunique_writer;
+CREATE UNIQUE INDEX m_b ON m USING gunique (b);
+RESET ROLE;
+DELETE FROM m WHERE a >= 10;
+INSERT INTO m VALUES (3, 1);
+SET ROLE regress_gunique_writer;
+CREATE UNIQUE INDEX m_b ON m USING gunique (b);
+RESET ROLE;
+REVOKE CREATE ON SCHEMA gpriv FROM regress_gunique_writer;
+
 -- The probe statistics: for roles that may read the server's statistics
 -- (pg_read_all_stats, and pg_monitor, a member of it); their reset for
 -- superusers and whoever they grant it to

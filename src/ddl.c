@@ -632,7 +632,7 @@ gunique_ddl_guard(PG_FUNCTION_ARGS)
 
 		check_gunique_index_stmt(stmt);
 		if (OidIsValid(partitioned_table_oid(stmt->relation, NoLock)))
-			gunique_report_not_preloaded("create a gunique index on a partitioned table");
+			gunique_report_not_preloaded(GUNIQUE_NEED_CREATE_TREE);
 	}
 	else if (IsA(parsetree, CreateStmt) &&
 			 ((CreateStmt *) parsetree)->partbound != NULL &&
@@ -642,7 +642,7 @@ gunique_ddl_guard(PG_FUNCTION_ARGS)
 											  NoLock, true);
 
 		if (OidIsValid(parent) && gunique_table_indexes(parent) != NIL)
-			gunique_report_not_preloaded("create a partition of a table with a gunique index");
+			gunique_report_not_preloaded(GUNIQUE_NEED_CREATE_PARTITION);
 	}
 	else if (IsA(parsetree, AlterTableStmt) &&
 			 attach_partition_cmd((AlterTableStmt *) parsetree) != NULL)
@@ -653,7 +653,7 @@ gunique_ddl_guard(PG_FUNCTION_ARGS)
 		if (OidIsValid(relid) &&
 			(stmt->objtype == OBJECT_INDEX ? gunique_is_gunique_index(relid) :
 			 gunique_table_indexes(relid) != NIL))
-			gunique_report_not_preloaded("attach a partition to a gunique index");
+			gunique_report_not_preloaded(GUNIQUE_NEED_ATTACH);
 	}
 
 	PG_RETURN_VOID();

@@ -112,14 +112,38 @@ _PG_init(void)
 }
 
 /*
- * Refuse an operation that needs the preloaded library.
+ * Refuse an operation that needs the preloaded library.  Each operation has
+ * its own whole message, for translation.
  */
 void
-gunique_report_not_preloaded(const char *what)
+gunique_report_not_preloaded(GuniquePreloadNeed need)
 {
+	const char *msg = NULL;
+
+	switch (need)
+	{
+		case GUNIQUE_NEED_CREATE_TREE:
+			msg = gettext_noop("gunique must be loaded via shared_preload_libraries to create a gunique index on a partitioned table");
+			break;
+		case GUNIQUE_NEED_CREATE_PARTITION:
+			msg = gettext_noop("gunique must be loaded via shared_preload_libraries to create a partition of a table with a gunique index");
+			break;
+		case GUNIQUE_NEED_ATTACH:
+			msg = gettext_noop("gunique must be loaded via shared_preload_libraries to attach a partition to a gunique index");
+			break;
+		case GUNIQUE_NEED_BUILD:
+			msg = gettext_noop("gunique must be loaded via shared_preload_libraries to build a partition of a gunique index");
+			break;
+		case GUNIQUE_NEED_INSERT:
+			msg = gettext_noop("gunique must be loaded via shared_preload_libraries to insert into a partition of a gunique index");
+			break;
+	}
+	if (msg == NULL)
+		elog(ERROR, "unrecognized gunique preload need: %d", (int) need);
+
 	ereport(ERROR,
 			(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
-			 errmsg("gunique must be loaded via shared_preload_libraries to %s", what),
+			 errmsg_internal("%s", _(msg)),
 			 errdetail("Uniqueness across partitions is enforced by hooks that gunique installs only when the server preloads it."),
 			 errhint("Add \"gunique\" to shared_preload_libraries in postgresql.conf and restart the server.")));
 }

@@ -13,6 +13,16 @@
 /* True when the library was loaded through shared_preload_libraries. */
 extern bool gunique_preloaded;
 
-extern void gunique_report_not_preloaded(const char *what);
+/* What an entry point refuses to do when the library was not preloaded. */
+typedef enum GuniquePreloadNeed
+{
+	GUNIQUE_NEED_CREATE_TREE,	/* CREATE INDEX on a partitioned table */
+	GUNIQUE_NEED_CREATE_PARTITION,	/* CREATE TABLE ... PARTITION OF */
+	GUNIQUE_NEED_ATTACH,		/* ALTER ... ATTACH PARTITION */
+	GUNIQUE_NEED_BUILD,			/* building a member of a tree */
+	GUNIQUE_NEED_INSERT			/* inserting into a member of a tree */
+} GuniquePreloadNeed;
+
+extern void gunique_report_not_preloaded(GuniquePreloadNeed need);
 
 #endif							/* GUNIQUE_H */

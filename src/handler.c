@@ -26,7 +26,6 @@
 #include "access/amapi.h"
 #include "access/nbtree.h"
 #include "catalog/pg_am.h"
-#include "commands/defrem.h"
 #include "nodes/execnodes.h"
 #include "utils/fmgrprotos.h"
 #include "utils/rel.h"
@@ -90,16 +89,6 @@ gunique_handler(PG_FUNCTION_ARGS)
 }
 
 /*
- * OID of the gunique access method, or InvalidOid if the extension is not
- * installed in this database and missing_ok.
- */
-Oid
-gunique_am_oid(bool missing_ok)
-{
-	return get_index_am_oid(GUNIQUE_AM_NAME, missing_ok);
-}
-
-/*
  * nbtree's build phases, and the check that CREATE and ATTACH run across the
  * partitions afterwards (merge.c).
  */
@@ -132,7 +121,7 @@ gunique_check_build(Relation index, IndexInfo *indexInfo)
 
 	/* A member of a partitioned gunique index relies on the hooks. */
 	if (index->rd_rel->relispartition && !gunique_preloaded)
-		gunique_report_not_preloaded("build a partition of a gunique index");
+		gunique_report_not_preloaded(GUNIQUE_NEED_BUILD);
 }
 
 /*
@@ -221,7 +210,7 @@ gunique_insert(Relation index, Datum *values, bool *isnull,
 	bool		result;
 
 	if (index->rd_rel->relispartition && !gunique_preloaded)
-		gunique_report_not_preloaded("insert into a partition of a gunique index");
+		gunique_report_not_preloaded(GUNIQUE_NEED_INSERT);
 
 	/* Hidden from a foreign key being added, but unique all the same. */
 	if (checkUnique == UNIQUE_CHECK_NO &&

@@ -14,6 +14,4 @@
 
 extern Datum gunique_handler(PG_FUNCTION_ARGS);
 
-extern Oid	gunique_am_oid(bool missing_ok);
-
 #endif							/* GUNIQUE_HANDLER_H */

@@ -513,19 +513,54 @@ check_remember_first(void *arg, Relation index, Datum *values, bool *isnull,
 	first->same = RelationGetRelid(heap1) == RelationGetRelid(heap2);
 }
 
+/*
+ * The detail of check_report's error: the first duplicate key, or "A key"
+ * when the user may not see it, with the partitions that hold it and, when
+ * there are more, how many keys are duplicated in all.  Each variant is one
+ * whole message, for translation.
+ */
+static int
+check_errdetail(CheckFirst *first, int64 nduplicates)
+{
+	const char *key = first->key;
+	const char *p1 = first->holders[0];
+	const char *p2 = first->holders[1];
+	long long	n = (long long) nduplicates;
+
+	if (nduplicates == 1)
+	{
+		if (key == NULL)
+			return first->same ?
+				errdetail("A key is duplicated in partition \"%s\".", p1) :
+				errdetail("A key is duplicated in partitions \"%s\" and \"%s\".",
+						  p1, p2);
+		return first->same ?
+			errdetail("Key %s is duplicated in partition \"%s\".", key, p1) :
+			errdetail("Key %s is duplicated in partitions \"%s\" and \"%s\".",
+					  key, p1, p2);
+	}
+	if (key == NULL)
+		return first->same ?
+			errdetail_plural("A key is duplicated in partition \"%s\"; %lld key is duplicated in all.",
+							 "A key is duplicated in partition \"%s\"; %lld keys are duplicated in all.",
+							 (unsigned long) nduplicates, p1, n) :
+			errdetail_plural("A key is duplicated in partitions \"%s\" and \"%s\"; %lld key is duplicated in all.",
+							 "A key is duplicated in partitions \"%s\" and \"%s\"; %lld keys are duplicated in all.",
+							 (unsigned long) nduplicates, p1, p2, n);
+	return first->same ?
+		errdetail_plural("Key %s is duplicated in partition \"%s\"; %lld key is duplicated in all.",
+						 "Key %s is duplicated in partition \"%s\"; %lld keys are duplicated in all.",
+						 (unsigned long) nduplicates, key, p1, n) :
+		errdetail_plural("Key %s is duplicated in partitions \"%s\" and \"%s\"; %lld key is duplicated in all.",
+						 "Key %s is duplicated in partitions \"%s\" and \"%s\"; %lld keys are duplicated in all.",
+						 (unsigned long) nduplicates, key, p1, p2, n);
+}
+
 static void
 check_report(CheckFirst *first, int64 nduplicates, Relation topindex,
 			 Oid attached)
 {
 	Relation	table = table_open(topindex->rd_index->indrelid, AccessShareLock);
-	char	   *where;
-
-	if (first->same)
-		where = psprintf(_("is duplicated in partition \"%s\""),
-						 first->holders[0]);
-	else
-		where = psprintf(_("is duplicated in partitions \"%s\" and \"%s\""),
-						 first->holders[0], first->holders[1]);
 
 	ereport(ERROR,
 			(errcode(ERRCODE_UNIQUE_VIOLATION),
@@ -534,13 +569,7 @@ check_report(CheckFirst *first, int64 nduplicates, Relation topindex,
 					get_rel_name(attached), RelationGetRelationName(topindex)) :
 			 errmsg("could not create unique index \"%s\"",
 					RelationGetRelationName(topindex)),
-			 nduplicates == 1 ?
-			 (first->key ? errdetail("Key %s %s.", first->key, where) :
-			  errdetail("A key %s.", where)) :
-			 (first->key ? errdetail("Key %s %s; %lld keys are duplicated in all.",
-									 first->key, where, (long long) nduplicates) :
-			  errdetail("A key %s; %lld keys are duplicated in all.",
-						where, (long long) nduplicates)),
+			 check_errdetail(first, nduplicates),
 			 errtableconstraint(table, RelationGetRelationName(topindex))));
 }
 

@@ -70,19 +70,27 @@ gunique_probescan_init(void)
 	RegisterSubXactCallback(probescan_subxact_callback, NULL);
 }
 
-/* End every scan of the statement and close its relations. */
+/* An index OID's scan, in the statement's hash table of them. */
+typedef struct ProbeScanRef
+{
+	Oid			indexoid;		/* hash key */
+	ProbeScan  *ps;
+} ProbeScanRef;
+
+/*
+ * End every scan of the statement and close its relations.  Called from
+ * the statement's memory reset callback, which runs after the contexts
+ * below it are gone, the hash tables' among them (dynahash gives each
+ * table a context of its own): hence the list.
+ */
 static void
 statement_close_scans(ProbeStatement *stmt)
 {
-	HASH_SEQ_STATUS status;
 	ProbeScan  *ps;
 	ResourceOwner saved_owner = CurrentResourceOwner;
 
-	if (stmt->scans == NULL)
-		return;
 	CurrentResourceOwner = TopTransactionResourceOwner;
-	hash_seq_init(&status, stmt->scans);
-	while ((ps = hash_seq_search(&status)) != NULL)
+	for (ps = stmt->opened; ps != NULL; ps = ps->next)
 	{
 		if (ps->slot != NULL)
 			ExecDropSingleTupleTableSlot(ps->slot);
@@ -107,6 +115,7 @@ statement_memory_gone(void *arg)
 	if (!stmt->forgetting)
 		statement_close_scans(stmt);
 	stmt->scans = NULL;
+	stmt->opened = NULL;
 	stmt->group_owners = NULL;
 	stmt->cxt = NULL;
 	dlist_delete(&stmt->node);
@@ -184,8 +193,8 @@ gunique_probescan_leave(ProbeScanContext *cxt)
 ProbeScan *
 gunique_probescan_get(ProbeStatement *stmt, Oid heapoid, Oid indexoid)
 {
+	ProbeScanRef *ref;
 	ProbeScan  *ps;
-	bool		found;
 
 	Assert(CurrentMemoryContext == stmt->cxt);
 	if (stmt->scans == NULL)
@@ -193,23 +202,23 @@ gunique_probescan_get(ProbeStatement *stmt, Oid heapoid, Oid indexoid)
 		HASHCTL		ctl;
 
 		ctl.keysize = sizeof(Oid);
-		ctl.entrysize = sizeof(ProbeScan);
+		ctl.entrysize = sizeof(ProbeScanRef);
 		ctl.hcxt = stmt->cxt;
 		stmt->scans = hash_create("gunique probe scans", 16, &ctl,
 								  HASH_ELEM | HASH_BLOBS | HASH_CONTEXT);
 	}
 
-	ps = hash_search(stmt->scans, &indexoid, HASH_ENTER, &found);
-	if (found)
-		return ps;
+	ref = hash_search(stmt->scans, &indexoid, HASH_FIND, NULL);
+	if (ref != NULL)
+		return ref->ps;
 
 	/*
 	 * Leave no half-made entry, nor a reference, behind if opening fails:
 	 * the reference belongs to the transaction's resource owner, which a
 	 * subtransaction's abort does not release.
 	 */
-	ps->heap = NULL;
-	ps->index = NULL;
+	ps = palloc0(sizeof(ProbeScan));
+	ps->indexoid = indexoid;
 	PG_TRY();
 	{
 		ps->heap = table_open(heapoid, NoLock);
@@ -227,10 +236,14 @@ gunique_probescan_get(ProbeStatement *stmt, Oid heapoid, Oid indexoid)
 			index_close(ps->index, NoLock);
 		if (ps->heap != NULL)
 			table_close(ps->heap, NoLock);
-		hash_search(stmt->scans, &indexoid, HASH_REMOVE, NULL);
+		pfree(ps);
 		PG_RE_THROW();
 	}
 	PG_END_TRY();
+	ps->next = stmt->opened;
+	stmt->opened = ps;
+	ref = hash_search(stmt->scans, &indexoid, HASH_ENTER, NULL);
+	ref->ps = ps;
 	return ps;
 }
 

@@ -31,7 +31,10 @@ typedef struct ProbeStatement
 	MemoryContext cxt;			/* everything below; NULL once released */
 	SubTransactionId subid;		/* made in this subtransaction */
 	bool		forgetting;		/* being dropped without closing */
-	HTAB	   *scans;			/* ProbeScan by index OID */
+	HTAB	   *scans;			/* ProbeScanRef by index OID */
+	struct ProbeScan *opened;	/* every scan made, to close: the hash
+								 * tables' memory goes before the
+								 * statement's own (see probescan.c) */
 	HTAB	   *group_owners;	/* probegroup.c's: groups others share */
 	dlist_node	node;			/* in the backend's list of live ones */
 } ProbeStatement;
@@ -43,7 +46,8 @@ typedef struct ProbeStatement
  */
 typedef struct ProbeScan
 {
-	Oid			indexoid;		/* hash key */
+	Oid			indexoid;
+	struct ProbeScan *next;		/* in the statement's "opened" */
 	Relation	heap;
 	Relation	index;
 	bool		ready;			/* the rest is made: see

@@ -77,3 +77,22 @@ ROLLBACK;
 
 DROP TABLE outer_t, audit;
 DROP FUNCTION outer_t_audit();
+
+-- A utility statement run by a trigger of the inserting statement may
+-- truncate a partition that the statement's probes had open, as it may
+-- with a unique btree.
+CREATE TABLE trunc_t (id int, k int) PARTITION BY LIST (k);
+CREATE TABLE trunc_t0 PARTITION OF trunc_t FOR VALUES IN (0);
+CREATE TABLE trunc_t1 PARTITION OF trunc_t FOR VALUES IN (1);
+CREATE UNIQUE INDEX ON trunc_t USING gunique (id);
+INSERT INTO trunc_t VALUES (1, 1);
+CREATE FUNCTION trunc_t1() RETURNS trigger LANGUAGE plpgsql AS
+	$$BEGIN TRUNCATE trunc_t1; RETURN NULL; END$$;
+CREATE TRIGGER trunc_after AFTER INSERT ON trunc_t
+	FOR EACH STATEMENT EXECUTE FUNCTION trunc_t1();
+INSERT INTO trunc_t VALUES (2, 0);
+SELECT * FROM trunc_t ORDER BY id;
+INSERT INTO trunc_t VALUES (1, 0), (3, 0);
+SELECT * FROM trunc_t ORDER BY id;
+DROP TABLE trunc_t;
+DROP FUNCTION trunc_t1();

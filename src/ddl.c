@@ -61,6 +61,7 @@
 #include "fkey.h"
 #include "gunique.h"
 #include "merge.h"
+#include "probescan.h"
 #include "scope.h"
 #include "summary.h"
 #include "tree.h"
@@ -588,6 +589,9 @@ gunique_ProcessUtility(PlannedStmt *pstmt, const char *queryString,
 	Node	   *parsetree = pstmt->utilityStmt;
 	UtilityCall call = {pstmt, queryString, readOnlyTree, context, params,
 	queryEnv, dest, qc};
+
+	/* It may drop, detach or truncate a leaf that probes hold open. */
+	gunique_probe_release_all();
 
 	if (IsA(parsetree, IndexStmt) &&
 		index_stmt_is_gunique((IndexStmt *) parsetree))

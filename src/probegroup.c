@@ -350,9 +350,10 @@ static InsertCache *
 insert_cache(IndexInfo *indexInfo)
 {
 	InsertCache *cache = (InsertCache *) indexInfo->ii_AmCache;
-	MemoryContext parent = indexInfo->ii_Context != NULL ?
-		indexInfo->ii_Context : CurrentMemoryContext;
+	MemoryContext parent = indexInfo->ii_Context;
 
+	/* makeIndexInfo sets it: the memory the IndexInfo lives in */
+	Assert(parent != NULL);
 	if (cache == NULL)
 	{
 		cache = MemoryContextAllocZero(parent, sizeof(InsertCache));

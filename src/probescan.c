@@ -130,6 +130,23 @@ gunique_probe_statement_release(ProbeStatement *stmt)
 		MemoryContextDelete(stmt->cxt);
 }
 
+/*
+ * Release every statement's scans: a utility statement is about to run,
+ * perhaps from a trigger of an inserting statement, and may drop, detach,
+ * truncate or reindex a leaf that they hold open (PostgreSQL refuses that
+ * for relations in use by the session's queries).  No probe is in
+ * progress; the statements' later probes open what they need again.
+ */
+void
+gunique_probe_release_all(void)
+{
+	dlist_mutable_iter iter;
+
+	dlist_foreach_modify(iter, &live_statements)
+		gunique_probe_statement_release(dlist_container(ProbeStatement, node,
+														iter.cur));
+}
+
 /* Drop the statement without closing anything: the transaction aborts. */
 static void
 statement_forget(ProbeStatement *stmt)
@@ -290,10 +307,7 @@ probescan_xact_callback(XactEvent event, void *arg)
 		case XACT_EVENT_PRE_COMMIT:
 		case XACT_EVENT_PARALLEL_PRE_COMMIT:
 		case XACT_EVENT_PRE_PREPARE:
-			dlist_foreach_modify(iter, &live_statements)
-				gunique_probe_statement_release(dlist_container(ProbeStatement,
-																node,
-																iter.cur));
+			gunique_probe_release_all();
 			gunique_stats_flush();
 			break;
 		case XACT_EVENT_ABORT:

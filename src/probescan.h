@@ -72,6 +72,7 @@ typedef struct ProbeScanContext
 extern void gunique_probescan_init(void);
 extern ProbeStatement *gunique_probe_statement(MemoryContext parent);
 extern void gunique_probe_statement_release(ProbeStatement *stmt);
+extern void gunique_probe_release_all(void);
 extern void gunique_probescan_enter(ProbeStatement *stmt,
 									ProbeScanContext *cxt);
 extern void gunique_probescan_leave(ProbeScanContext *cxt);

@@ -115,6 +115,7 @@ struct GuniqueSummaryMerge
 
 static void summary_relcache_callback(Datum arg, Oid relid);
 static void summary_forget(Oid indexoid);
+static void summary_clear(Oid indexoid, bool retype, Oid typid);
 
 void
 gunique_summary_shmem_request(void)
@@ -248,6 +249,16 @@ summary_lookup(Relation index, Oid typid)
 	LWLockAcquire(summaries_lock, LW_SHARED);
 	summary = hash_search(summaries, &tag, HASH_FIND, NULL);
 	LWLockRelease(summaries_lock);
+	if (summary != NULL && summary->typid != typid)
+	{
+		/*
+		 * The entry of a dropped index whose OID came back: a leaf's build
+		 * reset it, but a partitioned index (a group's top) has no build.
+		 * Nobody else uses the new index's entry before its first use
+		 * here: its creator, or a prober of a tree that locks it.
+		 */
+		summary_clear(tag.indexoid, true, typid);
+	}
 	if (summary != NULL)
 		return summary;
 
@@ -474,12 +485,14 @@ gunique_summary_leaf_rebuilt(Relation index)
 
 /*
  * The index is being dropped, with inserters and probers locked out.  If
- * the drop rolls back, the summary is made again on next use.
+ * the drop rolls back, the summary is made again on next use.  Its key
+ * type goes too: an index that gets the OID later may map keys otherwise,
+ * and summary_lookup sets it again.
  */
 void
 gunique_summary_index_dropped(Oid indexoid)
 {
-	summary_forget(indexoid);
+	summary_clear(indexoid, true, InvalidOid);
 }
 
 /* About how many keys a leaf holds, judged by its size. */

@@ -43,6 +43,11 @@ PG_CONFIG ?= pg_config
 PGXS := $(shell $(PG_CONFIG) --pgxs)
 include $(PGXS)
 
+# PGXS tracks no header dependencies unless the server was configured with
+# --enable-depend: rebuild every object when any of our headers changes,
+# rather than link objects compiled against an older struct layout.
+$(OBJS): $(wildcard $(srcdir)/src/*.h)
+
 # The benchmark suite, on demand and never in CI (bench/README.md), against
 # the gunique installed in $(PG_CONFIG)'s PostgreSQL:
 #   make bench BENCH_ARGS="--scale small --publish"

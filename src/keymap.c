@@ -5,21 +5,39 @@
  *
  * A key range (summary.c) is a [min, max] of 64-bit images that sort as
  * the keys do in the index; a key filter (filter.c) sets bits chosen by a
- * 64-bit hash under which equal keys hash equally.  Only single-column
- * keys of types whose default gunique ordering is an integer ordering are
- * mapped: int2, int4, int8, oid, date, time, timestamp, timestamptz, and
- * uuid by its first eight bytes (its hash by all sixteen).  Keys of these
- * types are equal exactly when their images are, so the hash of the image
- * serves as the key's hash.
+ * 64-bit hash under which equal keys hash equally.
+ *
+ * Order images exist for single-column keys of types whose default gunique
+ * ordering is an integer ordering: int2, int4, int8, oid, date, time,
+ * timestamp, timestamptz, and uuid by its first eight bytes.  Keys of these
+ * types are equal exactly when their images are (a uuid's hash takes all
+ * sixteen bytes), so the hash of the image serves as the key's hash.
+ *
+ * Any other key is hashed when the equality operator of each of its
+ * columns belongs to a hash operator family with an extended (64-bit)
+ * hash function: the function hash joins and hash aggregation would use
+ * for that operator, so equal keys hash equally by construction, under the
+ * column's collation (a nondeterministic one included) and whatever their
+ * representation (numeric 1.0 and 1.00).  The columns' hashes are combined
+ * in order; a NULL column, which conflicts only under NULLS NOT DISTINCT,
+ * hashes as a constant there, and a key with one is not hashed otherwise.
+ * A key with a column whose equality has no such function is not hashed:
+ * its probes search every leaf of the group that can hold it.
  *
  *-------------------------------------------------------------------------
  */
 #include "postgres.h"
 
+#include "access/hash.h"
+#include "access/stratnum.h"
+#include "catalog/pg_am.h"
+#include "catalog/pg_amop.h"
 #include "catalog/pg_opclass.h"
 #include "catalog/pg_type.h"
 #include "commands/defrem.h"
+#include "utils/catcache.h"
 #include "utils/lsyscache.h"
+#include "utils/syscache.h"
 #include "utils/uuid.h"
 
 #include "keymap.h"
@@ -48,12 +66,12 @@ keymap_type_supported(Oid typid)
 }
 
 /*
- * The key column's type, if the index's keys can be mapped: one key
+ * The key column's type, if the index's keys have an order image: one key
  * column, ordered by the default gunique operator class of a supported
  * type.  InvalidOid otherwise.
  */
-Oid
-gunique_keymap_type(Relation index)
+static Oid
+keymap_range_type(Relation index)
 {
 	Oid			typid;
 	Oid			opclass;
@@ -98,9 +116,9 @@ gunique_keymap_order(Oid typid, Datum value)
 	}
 }
 
-/* The key's hash: equal keys of a mapped type hash equally. */
-uint64
-gunique_keymap_hash(Oid typid, Datum value)
+/* The hash of a key with an order image: equal keys hash equally. */
+static uint64
+keymap_range_hash(Oid typid, Datum value)
 {
 	if (typid == UUIDOID)
 	{
@@ -114,15 +132,102 @@ gunique_keymap_hash(Oid typid, Datum value)
 	return gunique_mix64(gunique_keymap_order(typid, value));
 }
 
-/* Map a key of the index's "nkeys" columns, of type "typid" if mapped. */
+/*
+ * The extended hash function of the hash operator family that holds "eqop",
+ * the equality of a key column: InvalidOid if there is none.
+ */
+static Oid
+keymap_hash_proc(Oid eqop)
+{
+	CatCList   *catlist = SearchSysCacheList1(AMOPOPID, ObjectIdGetDatum(eqop));
+	Oid			proc = InvalidOid;
+
+	for (int i = 0; i < catlist->n_members && !OidIsValid(proc); i++)
+	{
+		Form_pg_amop aop = (Form_pg_amop) GETSTRUCT(&catlist->members[i]->tuple);
+
+		if (aop->amopmethod == HASH_AM_OID &&
+			aop->amopstrategy == HTEqualStrategyNumber &&
+			aop->amoplefttype == aop->amoprighttype)
+			proc = get_opfamily_proc(aop->amopfamily, aop->amoplefttype,
+									 aop->amoplefttype, HASHEXTENDED_PROC);
+	}
+	ReleaseSysCacheList(catlist);
+	return proc;
+}
+
+/*
+ * Work out how the index's keys are mapped, with the hash functions'
+ * lookup data in "cxt".  Reads the catalogs: not under a key lock.
+ */
 void
-gunique_keymap_image(GuniqueKeyImage *image, Oid typid, int nkeys,
+gunique_keymap_make(GuniqueKeyMap *map, Relation index, MemoryContext cxt)
+{
+	memset(map, 0, sizeof(GuniqueKeyMap));
+	map->nkeys = IndexRelationGetNumberOfKeyAttributes(index);
+	map->nulls_not_distinct = index->rd_index->indnullsnotdistinct;
+	map->rangetype = keymap_range_type(index);
+	map->hashed = true;
+	if (OidIsValid(map->rangetype))
+		return;
+	for (int i = 0; i < map->nkeys && map->hashed; i++)
+	{
+		Oid			eqop = get_opfamily_member(index->rd_opfamily[i],
+											   index->rd_opcintype[i],
+											   index->rd_opcintype[i],
+											   BTEqualStrategyNumber);
+		Oid			proc = OidIsValid(eqop) ? keymap_hash_proc(eqop) :
+			InvalidOid;
+
+		map->hashed = OidIsValid(proc);
+		if (map->hashed)
+		{
+			map->collation[i] = index->rd_indcollation[i];
+			fmgr_info_cxt(proc, &map->hashfn[i], cxt);
+		}
+	}
+}
+
+/* NULL's hash under NULLS NOT DISTINCT: any constant serves. */
+#define KEYMAP_NULL_HASH	UINT64CONST(0x5bd1e9955bd1e995)
+
+/* Map a key of the index (all its key columns). */
+void
+gunique_keymap_image(GuniqueKeyImage *image, GuniqueKeyMap *map,
 					 Datum *values, bool *isnull)
 {
-	image->mapped = OidIsValid(typid) && nkeys == 1 && !isnull[0];
+	uint64		hash = 0;
+
+	image->ordered = image->hashed = false;
 	image->order = image->hash = 0;
-	if (!image->mapped)
+	if (OidIsValid(map->rangetype))
+	{
+		if (isnull[0])
+			return;
+		image->ordered = image->hashed = true;
+		image->order = gunique_keymap_order(map->rangetype, values[0]);
+		image->hash = keymap_range_hash(map->rangetype, values[0]);
 		return;
-	image->order = gunique_keymap_order(typid, values[0]);
-	image->hash = gunique_keymap_hash(typid, values[0]);
+	}
+	if (!map->hashed)
+		return;
+	for (int i = 0; i < map->nkeys; i++)
+	{
+		uint64		h;
+
+		if (isnull[i])
+		{
+			if (!map->nulls_not_distinct)
+				return;			/* conflicts with nothing */
+			h = KEYMAP_NULL_HASH;
+		}
+		else
+			h = DatumGetUInt64(FunctionCall2Coll(&map->hashfn[i],
+												 map->collation[i],
+												 values[i],
+												 UInt64GetDatum(i)));
+		hash = gunique_mix64(hash ^ h) + (uint64) i;
+	}
+	image->hashed = true;
+	image->hash = hash;
 }

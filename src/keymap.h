@@ -8,7 +8,24 @@
 #ifndef GUNIQUE_KEYMAP_H
 #define GUNIQUE_KEYMAP_H
 
+#include "fmgr.h"
 #include "utils/rel.h"
+
+/*
+ * How an index's keys are mapped: to an order image (key ranges) when the
+ * key is one column of a type whose ordering is an integer ordering, and
+ * to a 64-bit hash (key filters) when every key column's equality has a
+ * hash function consistent with it.
+ */
+typedef struct GuniqueKeyMap
+{
+	Oid			rangetype;		/* the one column's type, or InvalidOid */
+	bool		hashed;			/* keys have a hash */
+	bool		nulls_not_distinct;
+	int			nkeys;
+	Oid			collation[INDEX_MAX_KEYS];
+	FmgrInfo	hashfn[INDEX_MAX_KEYS]; /* 64-bit hashes, without a rangetype */
+} GuniqueKeyMap;
 
 /*
  * A key as ranges and filters see it, mapped once per row: "order" sorts
@@ -16,16 +33,24 @@
  */
 typedef struct GuniqueKeyImage
 {
-	bool		mapped;			/* one non-NULL column of a mapped type */
+	bool		ordered;		/* "order" is set: the key has a range image */
+	bool		hashed;			/* "hash" is set: filters can hold the key */
 	uint64		order;
 	uint64		hash;
 } GuniqueKeyImage;
 
-extern Oid	gunique_keymap_type(Relation index);
+extern void gunique_keymap_make(GuniqueKeyMap *map, Relation index,
+								MemoryContext cxt);
+extern void gunique_keymap_image(GuniqueKeyImage *image, GuniqueKeyMap *map,
+								 Datum *values, bool *isnull);
 extern uint64 gunique_keymap_order(Oid typid, Datum value);
-extern uint64 gunique_keymap_hash(Oid typid, Datum value);
-extern void gunique_keymap_image(GuniqueKeyImage *image, Oid typid,
-								 int nkeys, Datum *values, bool *isnull);
+
+/* Does the map give keys any image at all? */
+static inline bool
+gunique_keymap_kept(GuniqueKeyMap *map)
+{
+	return OidIsValid(map->rangetype) || map->hashed;
+}
 
 /* A 64-bit finalizer that spreads every input bit over the output. */
 static inline uint64

@@ -237,11 +237,10 @@ merge_cursor_next(MergeState *state, MergeCursor *cursor)
 		if (where > 0)
 			return false;
 		/* every key of a leaf read whole goes into the filters */
-		if (state->summaries != NULL && !cursor->bounded &&
-			!cursor->isnull[0])
+		if (state->summaries != NULL && !cursor->bounded)
 			gunique_summary_merge_key(state->summaries,
 									  cursor - state->cursors,
-									  cursor->values[0]);
+									  cursor->values, cursor->isnull);
 		cursor->posting = itup;
 		cursor->nposting = gunique_bt_tuple_ntids(itup);
 		cursor->iposting = 0;

@@ -362,17 +362,18 @@ probe_group(ProbeGroup *pg, GuniqueKeyImage *key, ProbeFinding *finding,
 	memset(finding, 0, sizeof(ProbeFinding));
 	counts[GUNIQUE_STAT_PROBES]++;
 	gunique_filter_key(&fkey, key->hash);
-	if (key->mapped && !probe_group_needed(pg, &fkey, counts))
+	if (key->hashed && !probe_group_needed(pg, &fkey, counts))
 		return InvalidOid;
 	gunique_probescan_enter(pg->stmt, &cxt);
-	if (key->mapped && pg->copies != NULL)
+	/* a key with an order image has a hash too */
+	if (key->hashed && pg->copies != NULL)
 		conflict = probe_group_copies(pg, key, &fkey, finding, values, isnull,
 									  counts, unready);
 	else
 		for (int i = 0; i < pg->ntargets && !OidIsValid(conflict) &&
 			 *unready == NULL; i++)
 		{
-			if (key->mapped && pg->summaries[i] != NULL)
+			if (key->hashed && pg->summaries[i] != NULL)
 			{
 				gunique_summary_copy(pg->summaries[i], &copy);
 				if (!probe_copy_needed(pg, i, &copy, key, &fkey, counts))
@@ -395,7 +396,7 @@ probe_light(ProbeGroup *pg, GuniqueKeyImage *key, uint64 *counts)
 {
 	GuniqueFilterKey fkey;
 
-	if (!key->mapped)
+	if (!key->hashed)
 		return false;
 	gunique_filter_key(&fkey, key->hash);
 	if (!probe_group_excludes(pg->group_summary, &fkey, pg->nleaves, counts))
@@ -472,8 +473,8 @@ before_unprobed(GuniqueProbe *probe, GuniqueSummary *summary, Datum *values,
 
 	counts[GUNIQUE_STAT_UNPROBED] = 1;
 	gunique_stats_add(probe->index, counts);
-	gunique_keymap_image(&key, gunique_summary_keytype(summary),
-						 IndexRelationGetNumberOfKeyAttributes(probe->index),
+	gunique_keymap_image(&key, gunique_probegroup_keymap(probe->indexInfo,
+														 probe->index),
 						 values, isnull);
 	(void) gunique_summary_cover(summary, NULL, &key);
 }
@@ -533,7 +534,7 @@ gunique_probe_before_insert(GuniqueProbe *probe, Relation index,
 			before_unprobed(probe, pg->own_summary, values, isnull, counts);
 			return;
 		}
-		gunique_keymap_image(&key, pg->keytype, pg->nkeys, values, isnull);
+		gunique_keymap_image(&key, pg->keymap, values, isnull);
 		probe->keylock = gunique_keylock_for(pg->topindex,
 											 key_hash(pg, values, isnull));
 

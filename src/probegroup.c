@@ -37,6 +37,7 @@ typedef struct InsertCache
 {
 	ProbeStatement *stmt;
 	ProbeGroup *groups[2];		/* by skip_self */
+	GuniqueKeyMap *keymap;		/* the index's, made on first use */
 } InsertCache;
 
 /*
@@ -115,8 +116,6 @@ group_open(ProbeGroup *pg, GuniqueLeaf *leaves, int nleaves)
 											   leaves[i].indexoid);
 
 		gunique_summary_prepare(ps->summary, ps->heap, ps->index);
-		if (!OidIsValid(pg->keytype))
-			pg->keytype = gunique_summary_keytype(ps->summary);
 		pg->targets[i] = ps;
 		pg->summaries[i] = ps->summary;
 		pg->ntargets = i + 1;
@@ -160,8 +159,6 @@ group_share(ProbeGroup *pg, int self, uint64 generation)
 	pg->ntargets = from->ntargets;
 	pg->targets = from->targets;
 	pg->summaries = from->summaries;
-	if (!OidIsValid(pg->keytype))
-		pg->keytype = from->keytype;
 	pg->group_summary = from->group_summary;
 	pg->use_group_filter = from->use_group_filter;
 	pg->copies = from->copies;
@@ -279,19 +276,14 @@ group_fill(ProbeGroup *pg, Relation index, GuniqueScope *scope,
 		leaves = group_leaves(scope, place, pg->skip_self, &nleaves, &self);
 
 	pg->own_summary = gunique_summary_for(index);
-	pg->keytype = gunique_summary_keytype(pg->own_summary);
 	if (pg->needed && light)
 	{
 		pg->group_summary = group_summary(place->group);
 		pg->light = pg->group_summary != NULL;
-		if (!OidIsValid(pg->keytype))
-			pg->keytype = gunique_summary_keytype(pg->group_summary);
 		result = pg->light;
 	}
 	else if (pg->needed)
 		group_make_whole(pg, leaves, nleaves, self, place, generation);
-	if (!OidIsValid(pg->keytype))
-		pg->keytype = gunique_summary_keytype(pg->group_summary);
 	if (leaves != NULL)
 		pfree(leaves);
 	return result;
@@ -381,6 +373,7 @@ gunique_probegroup_for(IndexInfo *indexInfo, Relation index, bool skip_self)
 	if (pg == NULL || pg->scope_generation != gunique_scope_generation())
 	{
 		pg = group_build(cache->stmt, index, skip_self, true);
+		pg->keymap = gunique_probegroup_keymap(indexInfo, index);
 		cache->groups[skip_self] = pg;
 	}
 	return pg;
@@ -401,8 +394,30 @@ gunique_probegroup_whole(IndexInfo *indexInfo, Relation index, bool skip_self)
 		return pg;
 	cache = insert_cache(indexInfo);
 	pg = group_build(cache->stmt, index, skip_self, false);
+	pg->keymap = gunique_probegroup_keymap(indexInfo, index);
 	cache->groups[skip_self] = pg;
 	return pg;
+}
+
+/*
+ * How the index maps its keys (keymap.c), made once per IndexInfo, in its
+ * memory: the index's definition cannot change while the executor inserts
+ * through it.
+ */
+GuniqueKeyMap *
+gunique_probegroup_keymap(IndexInfo *indexInfo, Relation index)
+{
+	InsertCache *cache = insert_cache(indexInfo);
+
+	if (cache->keymap == NULL)
+	{
+		GuniqueKeyMap *map = MemoryContextAlloc(indexInfo->ii_Context,
+												sizeof(GuniqueKeyMap));
+
+		gunique_keymap_make(map, index, indexInfo->ii_Context);
+		cache->keymap = map;
+	}
+	return cache->keymap;
 }
 
 /*

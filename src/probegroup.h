@@ -54,7 +54,7 @@ typedef struct ProbeGroup
 								 * for the loop that skips leaves */
 	int			self;			/* -1 if own leaf is left out */
 	GuniqueSummary *own_summary;	/* own leaf's summary, or NULL */
-	Oid			keytype;		/* how summaries map the key (keymap.c) */
+	GuniqueKeyMap *keymap;		/* how summaries map the key (keymap.c) */
 
 	/* The group's key filter, kept by the group's top index (summary.c). */
 	Oid			group;
@@ -79,6 +79,8 @@ extern ProbeGroup *gunique_probegroup_for(IndexInfo *indexInfo,
 extern ProbeGroup *gunique_probegroup_whole(IndexInfo *indexInfo,
 											Relation index, bool skip_self);
 extern void gunique_probegroup_cleanup(IndexInfo *indexInfo);
+extern GuniqueKeyMap *gunique_probegroup_keymap(IndexInfo *indexInfo,
+												Relation index);
 extern LeafSummaryCopies *gunique_probegroup_copies(ProbeGroup *pg);
 extern int	gunique_probegroup_copies_upto(LeafSummaryCopies *copies, int n,
 										   uint64 key);

@@ -110,7 +110,9 @@ struct GuniqueSummaryMerge
 	int			nleaves;
 	SummaryFill *leaves;		/* one per leaf of the merge */
 	SummaryFill group;			/* the tree's group filter */
-	Oid			typid;			/* the key's type, for its hash */
+	GuniqueKeyMap keymap;		/* the tree's keys' hash */
+	MemoryContext hashcxt;		/* what hashing the keys allocates */
+	uint64		nhashed;
 };
 
 static void summary_relcache_callback(Datum arg, Oid relid);
@@ -292,6 +294,7 @@ gunique_summary_for(Relation index)
 	GuniqueSummary *summary;
 	bool		found;
 	Oid			typid;
+	GuniqueKeyMap map;
 
 	if (summaries == NULL)
 		return NULL;
@@ -310,8 +313,9 @@ gunique_summary_for(Relation index)
 		return memo->summary;
 
 	/* Look everything up before making the memo, which may be flushed. */
-	typid = gunique_keymap_type(index);
-	summary = OidIsValid(typid) ? summary_lookup(index, typid) : NULL;
+	gunique_keymap_make(&map, index, CurrentMemoryContext);
+	typid = map.rangetype;
+	summary = gunique_keymap_kept(&map) ? summary_lookup(index, typid) : NULL;
 	if (memos == NULL)
 		return summary;
 	memo = hash_search(memos, &indexoid, HASH_ENTER, &found);
@@ -476,10 +480,13 @@ summary_forget(Oid indexoid)
 void
 gunique_summary_leaf_rebuilt(Relation index)
 {
+	GuniqueKeyMap map;
+
 	if (summaries == NULL)
 		return;
 	summary_forget_at_abort(RelationGetRelid(index));
-	summary_clear(RelationGetRelid(index), true, gunique_keymap_type(index));
+	gunique_keymap_make(&map, index, CurrentMemoryContext);
+	summary_clear(RelationGetRelid(index), true, map.rangetype);
 	summary_relcache_callback((Datum) 0, RelationGetRelid(index));
 }
 
@@ -603,15 +610,14 @@ gunique_summary_cover(GuniqueSummary *summary, GuniqueSummary *group,
 {
 	int			result = 0;
 
-	if (!key->mapped)
-		return 0;
-	if (group != NULL && summary_filter_add(group, key->hash))
+	if (key->hashed && group != NULL &&
+		summary_filter_add(group, key->hash))
 		result |= GUNIQUE_COVER_GROUP_FULL;
 	if (summary == NULL)
 		return result;
-	if (summary_widen(summary, key->order) && group != NULL)
+	if (key->ordered && summary_widen(summary, key->order) && group != NULL)
 		pg_atomic_fetch_add_u64(&group->changes, 1);
-	if (summary_filter_add(summary, key->hash))
+	if (key->hashed && summary_filter_add(summary, key->hash))
 		result |= GUNIQUE_COVER_LEAF_FULL;
 	return result;
 }
@@ -760,29 +766,58 @@ summary_fill_done(SummaryFill *fill)
 	fill->summary = NULL;
 }
 
+/*
+ * The hash of the key of an index entry (keymap.c), in "hashcxt", which
+ * the caller resets now and then: a hash function may detoast.  False if
+ * the key has no hash (a NULL that conflicts with nothing).
+ */
+static bool
+summary_hash_entry(GuniqueKeyMap *map, int nkeys, Datum *values,
+				   bool *isnull, MemoryContext hashcxt, uint64 *hash)
+{
+	MemoryContext oldcxt = MemoryContextSwitchTo(hashcxt);
+	GuniqueKeyImage image;
+
+	gunique_keymap_image(&image, map, values, isnull);
+	MemoryContextSwitchTo(oldcxt);
+	*hash = image.hash;
+	return image.hashed;
+}
+
 /* Read every key of a leaf's btree into the filter being filled. */
 static void
 summary_fill_leaf(SummaryFill *fill, Relation index)
 {
 	TupleDesc	desc = RelationGetDescr(index);
 	BufferAccessStrategy strategy = GetAccessStrategy(BAS_BULKREAD);
+	MemoryContext hashcxt = AllocSetContextCreate(CurrentMemoryContext,
+												  "gunique filter build",
+												  ALLOCSET_SMALL_SIZES);
+	GuniqueKeyMap map;
 	GuniqueBtReader reader;
 	IndexTuple	itup;
+	uint64		n = 0;
 
+	gunique_keymap_make(&map, index, CurrentMemoryContext);
 	gunique_bt_reader_init(&reader, index, strategy);
 	if (gunique_bt_reader_start(&reader))
 		while ((itup = gunique_bt_reader_next(&reader)) != NULL)
 		{
-			bool		isnull;
-			Datum		value = index_getattr(itup, 1, desc, &isnull);
+			Datum		values[INDEX_MAX_KEYS];
+			bool		isnull[INDEX_MAX_KEYS];
+			uint64		hash;
 
-			if (!isnull)
-				summary_fill_hash(fill,
-								  gunique_keymap_hash(fill->summary->typid,
-													  value));
+			for (int i = 0; i < map.nkeys; i++)
+				values[i] = index_getattr(itup, i + 1, desc, &isnull[i]);
+			if (summary_hash_entry(&map, map.nkeys, values, isnull, hashcxt,
+								   &hash))
+				summary_fill_hash(fill, hash);
+			if ((++n & 1023) == 0)
+				MemoryContextReset(hashcxt);
 		}
 	gunique_bt_reader_end(&reader);
 	FreeAccessStrategy(strategy);
+	MemoryContextDelete(hashcxt);
 }
 
 /*
@@ -903,7 +938,10 @@ gunique_summary_merge_begin(Relation topindex, Relation *leaves, bool *whole,
 
 	merge->nleaves = n;
 	merge->leaves = palloc0(sizeof(SummaryFill) * Max(n, 1));
-	merge->typid = gunique_keymap_type(topindex);
+	merge->hashcxt = AllocSetContextCreate(CurrentMemoryContext,
+										   "gunique merge hashes",
+										   ALLOCSET_SMALL_SIZES);
+	gunique_keymap_make(&merge->keymap, topindex, CurrentMemoryContext);
 	summary_forget_subgroups(topindex);
 	for (int i = 0; i < n; i++)
 	{
@@ -940,16 +978,21 @@ gunique_summary_merge_begin(Relation topindex, Relation *leaves, bool *whole,
 	return merge;
 }
 
-/* A non-NULL first key column read from leaf "leaf", read whole. */
+/* The key of an entry of leaf "leaf", read whole. */
 void
-gunique_summary_merge_key(GuniqueSummaryMerge *merge, int leaf, Datum value)
+gunique_summary_merge_key(GuniqueSummaryMerge *merge, int leaf,
+						  Datum *values, bool *isnull)
 {
 	SummaryFill *fill = &merge->leaves[leaf];
 	uint64		hash;
 
 	if (fill->summary == NULL && merge->group.summary == NULL)
 		return;
-	hash = gunique_keymap_hash(merge->typid, value);
+	if ((++merge->nhashed & 1023) == 0)
+		MemoryContextReset(merge->hashcxt);
+	if (!summary_hash_entry(&merge->keymap, merge->keymap.nkeys, values,
+							isnull, merge->hashcxt, &hash))
+		return;
 	if (fill->summary != NULL)
 		summary_fill_hash(fill, hash);
 	if (merge->group.summary != NULL)
@@ -960,6 +1003,7 @@ gunique_summary_merge_key(GuniqueSummaryMerge *merge, int leaf, Datum value)
 void
 gunique_summary_merge_end(GuniqueSummaryMerge *merge, bool complete)
 {
+	MemoryContextDelete(merge->hashcxt);
 	for (int i = 0; i <= merge->nleaves; i++)
 	{
 		SummaryFill *fill = i < merge->nleaves ?

@@ -40,7 +40,8 @@ typedef struct SummaryTag
 typedef struct GuniqueSummary
 {
 	SummaryTag	tag;			/* hash key */
-	Oid			typid;			/* key type (keymap.c), or InvalidOid */
+	Oid			typid;			/* type of the range's keys (keymap.c), or
+								 * InvalidOid: no range, a filter only */
 	pg_atomic_uint32 state;		/* of the range */
 	pg_atomic_uint64 min;		/* the range, in keymap order images */
 	pg_atomic_uint64 max;
@@ -107,16 +108,9 @@ extern GuniqueSummaryMerge *gunique_summary_merge_begin(Relation topindex,
 														Relation *leaves,
 														bool *whole, int n);
 extern void gunique_summary_merge_key(GuniqueSummaryMerge *merge, int leaf,
-									  Datum value);
+									  Datum *values, bool *isnull);
 extern void gunique_summary_merge_end(GuniqueSummaryMerge *merge,
 									  bool complete);
-
-/* The type the summary maps keys of (keymap.c); InvalidOid if none. */
-static inline Oid
-gunique_summary_keytype(GuniqueSummary *summary)
-{
-	return summary != NULL ? summary->typid : InvalidOid;
-}
 
 /*
  * Copy the leaf's range (all keys, if it is not valid) and its filter
@@ -146,7 +140,7 @@ gunique_summary_copy(GuniqueSummary *summary, GuniqueSummaryCopy *copy)
 static inline bool
 gunique_summary_copy_outside(GuniqueSummaryCopy *copy, GuniqueKeyImage *key)
 {
-	return key->order < copy->min || key->order > copy->max;
+	return key->ordered && (key->order < copy->min || key->order > copy->max);
 }
 
 /* The filter reference of a group's (or a leaf's) entry, under a key lock. */

@@ -120,7 +120,9 @@ if (grep { $_->{w1} } @r) {
 if (grep { $_->{w2} } @r) {
 	print "### Workload 2 (insert cost per row)\n\n";
 	header('partitions');
-	for my $variant (qw(correlated random)) {
+	# int keys first (correlated, random), then the other key types
+	my %seen = map { %{ $_->{w2} // {} } } @r;
+	for my $variant (sort { ($a =~ tr/-//) <=> ($b =~ tr/-//) || $a cmp $b } keys %seen) {
 		my %parts = map { %{ $_->{w2}{$variant} // {} } } @r;
 		rows('w2', $variant, [ sort { $a <=> $b } grep { /^\d+$/ } keys %parts ]);
 	}

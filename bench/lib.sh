@@ -71,6 +71,7 @@ scale_params()
 	seed) SETTINGS+=("max_locks_per_transaction = 131072") ;;
 	esac
 	W2_PARTITIONS=${BENCH_W2_PARTITIONS:-$W2_PARTITIONS}
+	W2_KEYS=${BENCH_W2_KEYS:-int uuid email pair}    # key types of workload 2: see w2-scaling.sh
 	W2_WARM=${BENCH_W2_WARM:-refused}    # or reinsert: see w2-scaling.sh
 	case "$W2_WARM" in
 	refused | reinsert) ;;

@@ -199,10 +199,13 @@ if ($val{w2}) {
 	  "range-partitioned into 1 to 512 partitions (the time of the statement divided by the rows). ",
 	  "`single` has no partitions: the same value in every row.\n\n";
 	p "![insert cost per row against partitions](w2-scaling.svg)\n\n";
-	for my $variant (qw(correlated random)) {
-		next unless $val{w2}{$variant};
+	# int keys first (correlated, random), then the other key types
+	my %title = (uuid => 'uuid', email => 'text e-mail addresses',
+				 pair => 'two columns (int, text e-mail)');
+	for my $variant (sort { ($a =~ tr/-//) <=> ($b =~ tr/-//) || $a cmp $b } keys %{ $val{w2} }) {
 		my $v = $val{w2}{$variant};
-		p "### ", ucfirst($variant), " keys\n\n";
+		my ($order, $keys) = split /-/, $variant;
+		p "### ", ucfirst($order), " keys", ($keys ? ", $title{$keys}" : ''), "\n\n";
 		p "| partitions | ", join(' | ', @c), " |\n";
 		p "|---:|", join('', map { '---:|' } @c), "\n";
 		for my $parts (sort { $a <=> $b } grep { $_ ne '-' } keys %$v) {

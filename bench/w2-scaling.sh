@@ -30,6 +30,14 @@
 # (see w2_warm_sql).  A cold session with hundreds of partitions and few
 # rows in each would pay mostly for that planning.
 #
+# Key types (W2_KEYS, BENCH_W2_KEYS): every row also carries a uuid u and a
+# text e-mail address e made from b (so each is unique exactly when b is),
+# and the unique key is b (int: the variants "correlated" and "random",
+# as in earlier rounds), u (uuid, "random-uuid"), e (text, "random-email")
+# or the pair (b, e) ("correlated-pair", "random-pair").  Keys other than
+# int are measured for local, gunique and single only (the trigger and
+# side-table contenders are written for one integer key).
+#
 # BENCH_W2_WARM=reinsert restores the warm-up of earlier rounds (6 of the
 # timed rows per partition inserted and rolled back, so that at 512
 # partitions 3,072 of the 5,000 timed keys had been inserted before): it
@@ -39,9 +47,38 @@
 # Sourced by bench/run; defines workload_2.
 set -euo pipefail
 
+# The uuid and the e-mail address of a row, from its b.
+W2_U="md5(b::text)::uuid"
+W2_E="'user' || md5(b::text) || '@example.com'"
+
+# w2_orders KEYS: the key orders measured for a key type.
+w2_orders()
+{
+	case "$1" in
+	int | pair) echo correlated random ;;
+	uuid | email) echo random ;;
+	*) die "BENCH_W2_KEYS: unknown key type '$1' (int, uuid, email, pair)" ;;
+	esac
+}
+
+# w2_variant ORDER KEYS: the name results are recorded under.
+w2_variant() { if [ "$2" = int ]; then echo "$1"; else echo "$1-$2"; fi; }
+
+# w2_key KEYS: the key columns, their type (for the trigger contender's
+# hash) and local's index columns.
+w2_key()
+{
+	case "$1" in
+	int) echo "b|int|b, a" ;;
+	uuid) echo "u|uuid|u, a" ;;
+	email) echo "e|text|e, a" ;;
+	pair) echo "b, e|pair|b, e, a" ;;
+	esac
+}
+
 workload_2()
 {
-	local run parts order c list
+	local run parts order c list keys
 	w2_stage
 	list=$W2_PARTITIONS
 	if wanted single; then list="$list -"; fi
@@ -51,21 +88,24 @@ workload_2()
 			{
 				drop_all_sql w2
 				if [ "$parts" = - ]; then
-					echo "CREATE TABLE w2 (a int, b int, c text);"
+					echo "CREATE TABLE w2 (a int, b int, c text, u uuid, e text);"
 				else
-					echo "CREATE TABLE w2 (a int, b int, c text) PARTITION BY RANGE (a);"
+					echo "CREATE TABLE w2 (a int, b int, c text, u uuid, e text) PARTITION BY RANGE (a);"
 					range_partitions_sql w2 "$parts" 0 "$W2_TOTAL"
 				fi
 			} | sql >/dev/null
 			for order in correlated random; do
 				w2_load "$order"
-				for c in $(rotated $((run - 1))); do
-					# single only on the unpartitioned table, the others only on the partitioned one
-					case "$parts:$c" in
-					-:single | [0-9]*:local | [0-9]*:gunique | [0-9]*:trigger | [0-9]*:sidetable)
-						w2_point "$order" "$c" "$run" "$parts"
-						;;
-					esac
+				for keys in $W2_KEYS; do
+					case " $(w2_orders "$keys") " in *" $order "*) ;; *) continue ;; esac
+					for c in $(rotated $((run - 1))); do
+						# single only on the unpartitioned table, the others only on the partitioned one
+						case "$keys:$parts:$c" in
+						*:-:single | *:[0-9]*:local | *:[0-9]*:gunique | int:[0-9]*:trigger | int:[0-9]*:sidetable)
+							w2_point "$order" "$c" "$run" "$parts" "$keys"
+							;;
+						esac
+					done
 				done
 			done
 		done
@@ -85,13 +125,13 @@ w2_stage()
 		$(drop_all_sql w2)
 		DROP TABLE IF EXISTS w2_base_correlated, w2_new_correlated, w2_base_random, w2_new_random;
 		CREATE TABLE w2_base_correlated AS
-			SELECT a, a AS b, 'test'::text AS c FROM generate_series(0, $total - 1) a WHERE a % $every <> 0;
+			SELECT a, b, c, $W2_U AS u, $W2_E AS e FROM (SELECT a, a AS b, 'test'::text AS c FROM generate_series(0, $total - 1) a WHERE a % $every <> 0) s;
 		CREATE TABLE w2_new_correlated AS
-			SELECT a, a AS b, 'test'::text AS c FROM generate_series(0, $total - 1) a WHERE a % $every = 0;
+			SELECT a, b, c, $W2_U AS u, $W2_E AS e FROM (SELECT a, a AS b, 'test'::text AS c FROM generate_series(0, $total - 1) a WHERE a % $every = 0) s;
 		CREATE TABLE w2_base_random AS
-			SELECT a, $(perm a) AS b, 'test'::text AS c FROM generate_series(0, $total - 1) a WHERE a % $every <> 0;
+			SELECT a, b, c, $W2_U AS u, $W2_E AS e FROM (SELECT a, $(perm a) AS b, 'test'::text AS c FROM generate_series(0, $total - 1) a WHERE a % $every <> 0) s;
 		CREATE TABLE w2_new_random AS
-			SELECT a, $(perm a) AS b, 'test'::text AS c FROM generate_series(0, $total - 1) a WHERE a % $every = 0;
+			SELECT a, b, c, $W2_U AS u, $W2_E AS e FROM (SELECT a, $(perm a) AS b, 'test'::text AS c FROM generate_series(0, $total - 1) a WHERE a % $every = 0) s;
 		VACUUM (FREEZE, ANALYZE) w2_base_correlated, w2_new_correlated, w2_base_random, w2_new_random;
 	SQL
 }
@@ -109,14 +149,16 @@ w2_load()
 {
 	sql >/dev/null <<-SQL
 		TRUNCATE w2;
-		INSERT INTO w2 SELECT a, b, c FROM (SELECT * FROM w2_base_$1 UNION ALL SELECT * FROM w2_new_$1) s ORDER BY a;
+		INSERT INTO w2 SELECT a, b, c, u, e FROM (SELECT * FROM w2_base_$1 UNION ALL SELECT * FROM w2_new_$1) s ORDER BY a;
 	SQL
 }
 
-# w2_point ORDER CONTENDER RUN PARTITIONS: one point of the plot.
+# w2_point ORDER CONTENDER RUN PARTITIONS KEYS: one point of the plot.
 w2_point()
 {
-	local order=$1 c=$2 run=$3 parts=$4 ms us prelude
+	local order=$1 c=$2 run=$3 parts=$4 keys=$5 ms us prelude k type local_spec variant
+	IFS='|' read -r k type local_spec <<<"$(w2_key "$keys")"
+	variant=$(w2_variant "$order" "$keys")
 	# The CHECKPOINT comes first: the untimed DELETE and VACUUM then write
 	# the full-page images of the heap pages the timed insert will touch,
 	# and the enforcement is built after it, so the timed insert measures
@@ -124,15 +166,15 @@ w2_point()
 	prelude=$(
 		echo "CHECKPOINT;"
 		w2_reset_sql
-		enforce_sql "$c" w2 b int "b, a"
+		enforce_sql "$c" w2 "$k" "$type" "$local_spec"
 		if [ "$c" = sidetable ]; then echo "VACUUM (ANALYZE) w2_side;"; fi
 		prewarm_sql w2
 		w2_warm_sql "$order" "$parts"
 	)
-	ms=$(echo "INSERT INTO w2 SELECT a, b, c FROM w2_new_$order;" | timed_sql "$prelude")
+	ms=$(echo "INSERT INTO w2 SELECT a, b, c, u, e FROM w2_new_$order;" | timed_sql "$prelude")
 	us=$(perl -e 'printf "%.3f", $ARGV[0] * 1000 / $ARGV[1]' "$ms" "$W2_ROWS")
-	record w2 "$order" "$parts" "$c" "$run" "$us" "us/row"
-	log "w2 $order partitions $parts $c run $run: $us µs/row ($ms ms for $W2_ROWS rows)"
+	record w2 "$variant" "$parts" "$c" "$run" "$us" "us/row"
+	log "w2 $variant partitions $parts $c run $run: $us µs/row ($ms ms for $W2_ROWS rows)"
 	drop_enforce_sql "$c" w2 | sql >/dev/null
 }
 
@@ -156,7 +198,7 @@ w2_warm_sql()
 	if [ "$W2_WARM" = reinsert ]; then
 		cat <<-SQL
 			BEGIN;
-			INSERT INTO w2 SELECT a, b, 'warm' FROM ($(printf "$rows" new)) w;
+			INSERT INTO w2 SELECT a, b, 'warm', $W2_U, $W2_E FROM ($(printf "$rows" new)) w;
 			ROLLBACK;
 		SQL
 		return
@@ -168,7 +210,7 @@ w2_warm_sql()
 		BEGIN
 			FOR r IN $(printf "$rows" base) LOOP
 				BEGIN
-					INSERT INTO w2 VALUES (r.a, r.b, 'warm');
+					INSERT INTO w2 SELECT r.a, r.b, 'warm', $(echo "$W2_U" | sed 's/\bb\b/r.b/g'), $(echo "$W2_E" | sed 's/\bb\b/r.b/g');
 					RAISE EXCEPTION 'w2 warm-up: key % was accepted twice', r.b;
 				EXCEPTION WHEN unique_violation THEN
 					NULL;

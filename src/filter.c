@@ -115,6 +115,7 @@ gunique_filter_shmem_startup(void)
 static inline FilterHeader *
 filter_at(uint64 ref)
 {
+	Assert(ref != 0);			/* 0 names no filter */
 	return (FilterHeader *) (arena_base + (ref & ~FILTER_REF_LOG2_MASK));
 }
 

@@ -651,25 +651,28 @@ summary_fill_begin(SummaryFill *fill, GuniqueSummary *summary,
 				   uint64 estimate, bool exclusive)
 {
 	uint32		expected = 0;
+	uint64		old;
+	uint64		next;
 
+	/* "summary" stays NULL unless there is a filter to fill (callers test it) */
 	memset(fill, 0, sizeof(SummaryFill));
 	if (!gunique_filter_arena_ready() || summary == NULL ||
 		!pg_atomic_compare_exchange_u32(&summary->filter_busy, &expected, 1))
 		return false;
-	fill->summary = summary;
-	fill->exclusive = exclusive;
-	fill->old = pg_atomic_read_u64(&summary->filter);
-	fill->next = gunique_filter_alloc(summary_filter_keys_wanted(summary,
-																 estimate));
-	if (fill->next == 0)
+	old = pg_atomic_read_u64(&summary->filter);
+	next = gunique_filter_alloc(summary_filter_keys_wanted(summary, estimate));
+	if (next == 0)
 	{
 		/* No room: keep the filter there is, and ask again at twice its load */
-		if (fill->old != 0)
-			gunique_filter_set_capacity(fill->old,
-										2 * gunique_filter_count(fill->old));
+		if (old != 0)
+			gunique_filter_set_capacity(old, 2 * gunique_filter_count(old));
 		pg_atomic_write_u32(&summary->filter_busy, 0);
 		return false;
 	}
+	fill->summary = summary;
+	fill->exclusive = exclusive;
+	fill->old = old;
+	fill->next = next;
 	fill->ref = fill->next;
 	pg_atomic_write_u64(&summary->filter_next, fill->next);
 	return true;

@@ -1,0 +1,72 @@
+# Copyright (c) gunique contributors
+#
+# Key filter memory that runs out.  With a small gunique.filter_memory,
+# CREATE INDEX and ATTACH ask for more filters than there is room for: the
+# leaves that get none must be left without one, and nothing may be written
+# through the reference of a filter that was never allocated.  Once that
+# wrote into the arena's first filter, whose header (its size class and
+# free-list link) it could corrupt, so that two leaves shared memory and
+# one's filter could lose keys.
+#
+# Several trees are built in turn in 64 kB of filter memory, with keys of
+# two kinds (bigint, and text e-mail addresses); then keys are inserted,
+# every duplicate across partitions must still be refused, and
+# gunique_verify finds nothing.
+
+use strict;
+use warnings;
+use PostgreSQL::Test::Cluster;
+use PostgreSQL::Test::Utils;
+use Test::More;
+
+my $node = PostgreSQL::Test::Cluster->new('filtermem');
+$node->init;
+$node->append_conf(
+	'postgresql.conf', qq{
+shared_preload_libraries = 'gunique'
+gunique.filter_memory = 64
+});
+$node->start;
+$node->safe_psql('postgres', 'CREATE EXTENSION gunique');
+
+for my $round (1 .. 4)
+{
+	my ($type, $gen) =
+	  $round % 2
+	  ? ('bigint', 'i * 7')
+	  : ('text', q{'user' || md5(i::text) || '@example.com'});
+
+	$node->safe_psql(
+		'postgres', qq{
+CREATE TABLE t$round (a int NOT NULL, k $type) PARTITION BY RANGE (a);
+SELECT format('CREATE TABLE t${round}_%s PARTITION OF t$round FOR VALUES FROM (%s) TO (%s)',
+			  p, p * 1000, (p + 1) * 1000) FROM generate_series(0, 19) p \\gexec
+INSERT INTO t$round SELECT i % 20000, $gen FROM generate_series(1, 40000) i;
+CREATE UNIQUE INDEX t${round}_k ON t$round USING gunique (k);
+CREATE TABLE t${round}_new (a int NOT NULL, k $type);
+INSERT INTO t${round}_new SELECT 20000 + i % 1000, $gen FROM generate_series(40001, 45000) i;
+ALTER TABLE t$round ATTACH PARTITION t${round}_new FOR VALUES FROM (20000) TO (21000);
+INSERT INTO t$round SELECT i % 21000, $gen FROM generate_series(45001, 60000) i;
+});
+
+	my ($ret, $out, $err) = $node->psql('postgres',
+		"INSERT INTO t$round SELECT (i + 500) % 21000, $gen FROM generate_series(1, 60000, 997) i");
+	like($err, qr/duplicate key value violates unique constraint/,
+		"round $round ($type): a key already in another partition is refused");
+
+	my $refused = 0;
+	for my $i (3, 4000, 40002, 59999)
+	{
+		my ($r, $o, $e) = $node->psql('postgres',
+			"INSERT INTO t$round SELECT ($i + 1) % 21000, $gen FROM (SELECT $i AS i) s");
+		$refused++ if $e =~ /duplicate key value violates unique constraint/;
+	}
+	is($refused, 4, "round $round ($type): single keys from every load refused elsewhere");
+
+	is($node->safe_psql('postgres', "SELECT count(*) FROM gunique_verify('t${round}_k')"),
+		'0', "round $round ($type): gunique_verify finds nothing");
+}
+
+ok($node->safe_psql('postgres', 'SELECT 1') eq '1', 'the server is still up');
+
+done_testing();

@@ -11,8 +11,10 @@
  * may trust it, is summary.c's (src/README, invariant 6).
  *
  * Filters live in one arena of gunique.filter_memory bytes, carved into
- * power-of-two sizes with a free list per size.  When the arena has no
- * room, the caller goes without a new filter.
+ * power-of-two sizes with a free list per size; a filter may take a freed
+ * block of a bigger size, and the arena starts afresh whenever its last
+ * filter is freed.  When the arena has no room, the caller goes without a
+ * new filter.
  *
  *-------------------------------------------------------------------------
  */
@@ -48,6 +50,8 @@ typedef union FilterHeader
 		pg_atomic_uint64 nkeys; /* keys added, estimated */
 		uint64		nextfree;	/* on a free list, the next one there */
 		int			sizeclass;	/* log2 of the bytes of bits */
+		int			blockclass; /* that of the block it occupies, which
+								 * may be bigger (see gunique_filter_alloc) */
 	}			h;
 	char		pad[64];		/* keeps the bits cache-line aligned */
 } FilterHeader;
@@ -56,6 +60,7 @@ typedef struct FilterArena
 {
 	uint64		size;			/* bytes that filters may use */
 	uint64		used;			/* bytes handed out, from the start */
+	uint64		nlive;			/* filters allocated and not freed */
 	uint64		freelist[FILTER_MAX_CLASS + 1];	/* offsets, 0 if empty */
 } FilterArena;
 
@@ -222,13 +227,45 @@ gunique_filter_prefetch(uint64 ref, GuniqueFilterKey *fkey)
 		gunique_prefetch(filter_block(ref, fkey->hash));
 }
 
+/*
+ * Take a free block of at least "sizeclass" for a filter, under the arena's
+ * lock: one of that class, else from the unused end, else one of a bigger
+ * class (its excess unused until it is freed), so that the memory of freed
+ * filters serves smaller ones.  Its offset, or 0; *blockclass its class.
+ */
+static uint64
+filter_take_block(int sizeclass, int *blockclass)
+{
+	uint64		bytes = UINT64CONST(1) << sizeclass;
+	uint64		offset = 0;
+
+	*blockclass = sizeclass;
+	if (arena->freelist[sizeclass] == 0 &&
+		arena->size - arena->used >= sizeof(FilterHeader) + bytes)
+	{
+		offset = arena->used;
+		arena->used += sizeof(FilterHeader) + bytes;
+		return offset;
+	}
+	for (int c = sizeclass; c <= FILTER_MAX_CLASS && offset == 0; c++)
+	{
+		if (arena->freelist[c] == 0)
+			continue;
+		offset = arena->freelist[c];
+		arena->freelist[c] = filter_at(offset)->h.nextfree;
+		*blockclass = c;
+	}
+	return offset;
+}
+
 /* A zeroed filter for about "keys" keys (its reference), or 0 if no room. */
 uint64
 gunique_filter_alloc(uint64 keys)
 {
 	int			sizeclass = FILTER_MIN_CLASS;
+	int			blockclass;
 	uint64		bytes;
-	uint64		offset = 0;
+	uint64		offset;
 	FilterHeader *f;
 
 	while (sizeclass < FILTER_MAX_CLASS &&
@@ -237,16 +274,9 @@ gunique_filter_alloc(uint64 keys)
 	bytes = UINT64CONST(1) << sizeclass;
 
 	LWLockAcquire(arena_lock, LW_EXCLUSIVE);
-	if (arena->freelist[sizeclass] != 0)
-	{
-		offset = arena->freelist[sizeclass];
-		arena->freelist[sizeclass] = filter_at(offset)->h.nextfree;
-	}
-	else if (arena->size - arena->used >= sizeof(FilterHeader) + bytes)
-	{
-		offset = arena->used;
-		arena->used += sizeof(FilterHeader) + bytes;
-	}
+	offset = filter_take_block(sizeclass, &blockclass);
+	if (offset != 0)
+		arena->nlive++;
 	LWLockRelease(arena_lock);
 	if (offset == 0)
 		return 0;
@@ -257,19 +287,32 @@ gunique_filter_alloc(uint64 keys)
 	pg_atomic_init_u64(&f->h.nkeys, 0);
 	f->h.nextfree = 0;
 	f->h.sizeclass = sizeclass;
+	f->h.blockclass = blockclass;
 	pg_write_barrier();
 	/* blocks of 64 bytes: 2^(sizeclass - 6) of them */
 	return offset | (sizeclass - 6);
 }
 
+/*
+ * Give a filter's block back.  Free blocks are never merged, so the last
+ * filter to go takes the whole arena back to its unused state: after a
+ * table's indexes are all dropped or rebuilt, blocks of any size can be
+ * carved again.
+ */
 void
 gunique_filter_free(uint64 ref)
 {
 	FilterHeader *f = filter_at(ref);
 
 	LWLockAcquire(arena_lock, LW_EXCLUSIVE);
-	f->h.nextfree = arena->freelist[f->h.sizeclass];
-	arena->freelist[f->h.sizeclass] = ref & ~FILTER_REF_LOG2_MASK;
+	f->h.nextfree = arena->freelist[f->h.blockclass];
+	arena->freelist[f->h.blockclass] = ref & ~FILTER_REF_LOG2_MASK;
+	Assert(arena->nlive > 0);
+	if (--arena->nlive == 0)
+	{
+		arena->used = 64;
+		memset(arena->freelist, 0, sizeof(arena->freelist));
+	}
 	LWLockRelease(arena_lock);
 }
 

@@ -97,5 +97,22 @@ SELECT * FROM keytype_check('k keytype_enum, n int',
 
 SELECT * FROM gunique_verify('kt_k');
 DROP TABLE kt;
+
+-- A key whose leading column follows the partitioning (an id growing with
+-- time, say) has key ranges: with fewer partitions than a group filter
+-- needs, each probe rules the others out by range, not by filter.
+CREATE TABLE kr (part int, id bigint, email text) PARTITION BY RANGE (part);
+SELECT format('CREATE TABLE kr_%s PARTITION OF kr FOR VALUES FROM (%s) TO (%s)',
+			  p, p * 1000, (p + 1) * 1000) FROM generate_series(0, 7) p \gexec
+CREATE UNIQUE INDEX kr_k ON kr USING gunique (id, email);
+INSERT INTO kr SELECT i / 8, i, 'e' || i FROM generate_series(0, 31999) i;
+SELECT gunique_probe_stats_reset();
+INSERT INTO kr SELECT 4000 + i / 8, 32000 + i, 'e' || i FROM generate_series(0, 3999) i;
+SELECT sum(probes) AS probes,
+	   sum(partitions_skipped) >= 0.9 * 7 * sum(probes) AS ranges_rule_out,
+	   sum(partitions_probed) < 0.05 * sum(probes) AS few_searched
+  FROM gunique_stat_probes WHERE partition::text LIKE 'kr\_%';
+INSERT INTO kr VALUES (7500, 4000, 'e4000');	-- it is in kr_0
+DROP TABLE kr;
 DROP FUNCTION keytype_check(text, text, text, text);
 DROP TYPE keytype_enum;

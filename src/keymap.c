@@ -7,11 +7,12 @@
  * the keys do in the index; a key filter (filter.c) sets bits chosen by a
  * 64-bit hash under which equal keys hash equally.
  *
- * Order images exist for single-column keys of types whose default gunique
- * ordering is an integer ordering: int2, int4, int8, oid, date, time,
- * timestamp, timestamptz, and uuid by its first eight bytes.  Keys of these
- * types are equal exactly when their images are (a uuid's hash takes all
- * sixteen bytes), so the hash of the image serves as the key's hash.
+ * Order images exist for keys whose leading column is of a type whose
+ * default gunique ordering is an integer ordering: int2, int4, int8, oid,
+ * date, time, timestamp, timestamptz, and uuid by its first eight bytes;
+ * the image is that column's.  A key of one such column is equal to
+ * another exactly when their images are (a uuid's hash takes all sixteen
+ * bytes), so the hash of the image serves as the key's hash.
  *
  * Any other key is hashed when the equality operator of each of its
  * columns belongs to a hash operator family with an extended (64-bit)
@@ -66,9 +67,9 @@ keymap_type_supported(Oid typid)
 }
 
 /*
- * The key column's type, if the index's keys have an order image: one key
- * column, ordered by the default gunique operator class of a supported
- * type.  InvalidOid otherwise.
+ * The leading key column's type, if the index's keys have an order image:
+ * that column is ordered by the default gunique operator class of a
+ * supported type.  InvalidOid otherwise.
  */
 static Oid
 keymap_range_type(Relation index)
@@ -76,8 +77,6 @@ keymap_range_type(Relation index)
 	Oid			typid;
 	Oid			opclass;
 
-	if (IndexRelationGetNumberOfKeyAttributes(index) != 1)
-		return InvalidOid;
 	typid = TupleDescAttr(RelationGetDescr(index), 0)->atttypid;
 	if (!keymap_type_supported(typid) || index->rd_opcintype[0] != typid)
 		return InvalidOid;
@@ -168,8 +167,8 @@ gunique_keymap_make(GuniqueKeyMap *map, Relation index, MemoryContext cxt)
 	map->nulls_not_distinct = index->rd_index->indnullsnotdistinct;
 	map->rangetype = keymap_range_type(index);
 	map->hashed = true;
-	if (OidIsValid(map->rangetype))
-		return;
+	if (OidIsValid(map->rangetype) && map->nkeys == 1)
+		return;					/* hashed by its image */
 	for (int i = 0; i < map->nkeys && map->hashed; i++)
 	{
 		Oid			eqop = get_opfamily_member(index->rd_opfamily[i],
@@ -200,13 +199,16 @@ gunique_keymap_image(GuniqueKeyImage *image, GuniqueKeyMap *map,
 
 	image->ordered = image->hashed = false;
 	image->order = image->hash = 0;
-	if (OidIsValid(map->rangetype))
+	if (OidIsValid(map->rangetype) && !isnull[0])
 	{
-		if (isnull[0])
-			return;
-		image->ordered = image->hashed = true;
+		image->ordered = true;
 		image->order = gunique_keymap_order(map->rangetype, values[0]);
-		image->hash = keymap_range_hash(map->rangetype, values[0]);
+	}
+	if (OidIsValid(map->rangetype) && map->nkeys == 1)
+	{
+		image->hashed = image->ordered;
+		image->hash = image->hashed ?
+			keymap_range_hash(map->rangetype, values[0]) : 0;
 		return;
 	}
 	if (!map->hashed)

@@ -19,12 +19,13 @@
  */
 typedef struct GuniqueKeyMap
 {
-	Oid			rangetype;		/* the one column's type, or InvalidOid */
+	Oid			rangetype;		/* the leading column's type, or InvalidOid */
 	bool		hashed;			/* keys have a hash */
 	bool		nulls_not_distinct;
 	int			nkeys;
 	Oid			collation[INDEX_MAX_KEYS];
-	FmgrInfo	hashfn[INDEX_MAX_KEYS]; /* 64-bit hashes, without a rangetype */
+	FmgrInfo	hashfn[INDEX_MAX_KEYS]; /* 64-bit hashes, unless the key is
+										 * one column with a rangetype */
 } GuniqueKeyMap;
 
 /*

@@ -316,8 +316,10 @@ probe_group_copies(ProbeGroup *pg, GuniqueKeyImage *key,
 {
 	LeafSummaryCopies *copies = gunique_probegroup_copies(pg);
 	GuniqueSummaryCopy *leaves = copies->leaves;
-	int			upto = gunique_probegroup_copies_upto(copies, pg->ntargets,
-													  key->order);
+	/* a key without an order image (a NULL leading column) may be anywhere */
+	int			upto = key->ordered ?
+		gunique_probegroup_copies_upto(copies, pg->ntargets, key->order) :
+		pg->ntargets;
 	int			walked = 0;
 	Oid			conflict = InvalidOid;
 
@@ -365,7 +367,10 @@ probe_group(ProbeGroup *pg, GuniqueKeyImage *key, ProbeFinding *finding,
 	if (key->hashed && !probe_group_needed(pg, &fkey, counts))
 		return InvalidOid;
 	gunique_probescan_enter(pg->stmt, &cxt);
-	/* a key with an order image has a hash too */
+	/*
+	 * Ranges and filters are checked for keys with a hash; a key with none
+	 * (a column whose equality has no hash function) searches every leaf.
+	 */
 	if (key->hashed && pg->copies != NULL)
 		conflict = probe_group_copies(pg, key, &fkey, finding, values, isnull,
 									  counts, unready);

@@ -13,9 +13,9 @@
 
 /*
  * How an index's keys are mapped: to an order image (key ranges) when the
- * key is one column of a type whose ordering is an integer ordering, and
- * to a 64-bit hash (key filters) when every key column's equality has a
- * hash function consistent with it.
+ * key's leading column is of a type whose ordering is an integer ordering,
+ * and to a 64-bit hash (key filters) when every key column's equality has
+ * a hash function consistent with it.
  */
 typedef struct GuniqueKeyMap
 {

@@ -936,9 +936,18 @@ gunique_summary_merge_begin(Relation topindex, Relation *leaves, bool *whole,
 {
 	GuniqueSummaryMerge *merge = palloc0(sizeof(GuniqueSummaryMerge));
 	GuniqueSummary *group = gunique_summary_for(topindex);
+	GuniqueSummary **entries = palloc(sizeof(GuniqueSummary *) * Max(n, 1));
+	uint64	   *keys = palloc(sizeof(uint64) * Max(n, 1));
+	BlockNumber *blocks = palloc(sizeof(BlockNumber) * Max(n, 1));
 	bool		all = true;
 	uint64		estimate = 0;
 
+	/*
+	 * Everything that may fail (catalog and relation size lookups, memory)
+	 * comes before the first fill begins: a fill begun marks its entry busy
+	 * until gunique_summary_merge_end, which the caller reaches only once
+	 * this returns.
+	 */
 	merge->nleaves = n;
 	merge->leaves = palloc0(sizeof(SummaryFill) * Max(n, 1));
 	merge->hashcxt = AllocSetContextCreate(CurrentMemoryContext,
@@ -948,36 +957,38 @@ gunique_summary_merge_begin(Relation topindex, Relation *leaves, bool *whole,
 	summary_forget_subgroups(topindex);
 	for (int i = 0; i < n; i++)
 	{
-		uint64		keys = gunique_summary_keys_estimate(leaves[i]);
-
-		estimate += keys;
-		if (!whole[i])
-			all = false;
-		else if (RelationGetNumberOfBlocks(leaves[i]) > 1)
-			(void) summary_fill_begin(&merge->leaves[i],
-									  gunique_summary_for(leaves[i]),
-									  keys, true);
+		blocks[i] = RelationGetNumberOfBlocks(leaves[i]);
+		keys[i] = gunique_summary_keys_estimate(leaves[i]);
+		entries[i] = whole[i] ? gunique_summary_for(leaves[i]) : NULL;
+		estimate += keys[i];
+		all = all && whole[i];
 	}
+
+	/*
+	 * A group filter read whole holds the leaves this transaction sees,
+	 * which a rollback may change (an earlier DETACH, DROP or TRUNCATE): it
+	 * goes then.  The check's locks keep every inserter away until the end
+	 * of the transaction.  Keys added to the filter there is leave it a
+	 * superset whatever happens.
+	 */
+	if (n >= GUNIQUE_GROUP_FILTER_MIN_LEAVES && all)
+		summary_forget_at_abort(RelationGetRelid(topindex));
+
+	for (int i = 0; i < n; i++)
+		if (entries[i] != NULL && blocks[i] > 1)
+			(void) summary_fill_begin(&merge->leaves[i], entries[i], keys[i],
+									  true);
 	if (n < GUNIQUE_GROUP_FILTER_MIN_LEAVES)
 		summary_forget(RelationGetRelid(topindex));
-	else if (all ? summary_fill_begin(&merge->group, group, estimate, true) :
-			 summary_extend_begin(&merge->group, group))
-	{
-		/*
-		 * A filter read whole holds the leaves this transaction sees, which
-		 * a rollback may change (an earlier DETACH, DROP or TRUNCATE): it
-		 * goes then.  The check's locks keep every inserter away until the
-		 * end of the transaction.  Keys added to the filter there is leave
-		 * it a superset whatever happens.
-		 */
-		if (all)
-			summary_forget_at_abort(RelationGetRelid(topindex));
-	}
-	else
+	else if (!(all ? summary_fill_begin(&merge->group, group, estimate, true) :
+			   summary_extend_begin(&merge->group, group)))
 	{
 		/* a group filter that cannot take these keys must not stay */
 		summary_forget(RelationGetRelid(topindex));
 	}
+	pfree(entries);
+	pfree(keys);
+	pfree(blocks);
 	return merge;
 }
 

@@ -295,9 +295,11 @@ group_fill(ProbeGroup *pg, Relation index, GuniqueScope *scope,
  * the statement's memory frees them.
  */
 static ProbeGroup *
-group_build(ProbeStatement *stmt, Relation index, bool skip_self,
+group_build(InsertCache *cache, Relation index, bool skip_self,
 			bool light_ok)
 {
+	ProbeStatement *stmt = cache->stmt;
+
 	for (;;)
 	{
 		GuniqueLeafPlace place;
@@ -320,6 +322,7 @@ group_build(ProbeStatement *stmt, Relation index, bool skip_self,
 		gunique_probescan_enter(stmt, &cxt);
 		pg = palloc(sizeof(ProbeGroup));
 		group_init(pg, stmt, skip_self, &place, scope);
+		pg->keymap = cache->keymap;
 		filled = group_fill(pg, index, scope, &place, light, generation);
 		gunique_probescan_leave(&cxt);
 
@@ -337,9 +340,13 @@ group_build(ProbeStatement *stmt, Relation index, bool skip_self,
 	}
 }
 
-/* The insert's cache, with a live statement. */
+/*
+ * The insert's cache, made on first use with the index's key map, in the
+ * IndexInfo's memory: the index's definition cannot change while the
+ * executor inserts through it.
+ */
 static InsertCache *
-insert_cache(IndexInfo *indexInfo)
+insert_cache(IndexInfo *indexInfo, Relation index)
 {
 	InsertCache *cache = (InsertCache *) indexInfo->ii_AmCache;
 	MemoryContext parent = indexInfo->ii_Context;
@@ -349,11 +356,22 @@ insert_cache(IndexInfo *indexInfo)
 	if (cache == NULL)
 	{
 		cache = MemoryContextAllocZero(parent, sizeof(InsertCache));
+		cache->keymap = MemoryContextAlloc(parent, sizeof(GuniqueKeyMap));
+		gunique_keymap_make(cache->keymap, index, parent);
 		indexInfo->ii_AmCache = cache;
 	}
+	return cache;
+}
+
+/* The insert's cache, with a live statement for its probe groups. */
+static InsertCache *
+insert_cache_probing(IndexInfo *indexInfo, Relation index)
+{
+	InsertCache *cache = insert_cache(indexInfo, index);
+
 	if (cache->stmt == NULL || cache->stmt->cxt == NULL)
 	{
-		cache->stmt = gunique_probe_statement(parent);
+		cache->stmt = gunique_probe_statement(indexInfo->ii_Context);
 		cache->groups[0] = cache->groups[1] = NULL;
 	}
 	return cache;
@@ -367,13 +385,12 @@ insert_cache(IndexInfo *indexInfo)
 ProbeGroup *
 gunique_probegroup_for(IndexInfo *indexInfo, Relation index, bool skip_self)
 {
-	InsertCache *cache = insert_cache(indexInfo);
+	InsertCache *cache = insert_cache_probing(indexInfo, index);
 	ProbeGroup *pg = cache->groups[skip_self];
 
 	if (pg == NULL || pg->scope_generation != gunique_scope_generation())
 	{
-		pg = group_build(cache->stmt, index, skip_self, true);
-		pg->keymap = gunique_probegroup_keymap(indexInfo, index);
+		pg = group_build(cache, index, skip_self, true);
 		cache->groups[skip_self] = pg;
 	}
 	return pg;
@@ -392,32 +409,20 @@ gunique_probegroup_whole(IndexInfo *indexInfo, Relation index, bool skip_self)
 
 	if (!pg->light)
 		return pg;
-	cache = insert_cache(indexInfo);
-	pg = group_build(cache->stmt, index, skip_self, false);
-	pg->keymap = gunique_probegroup_keymap(indexInfo, index);
+	cache = insert_cache_probing(indexInfo, index);
+	pg = group_build(cache, index, skip_self, false);
 	cache->groups[skip_self] = pg;
 	return pg;
 }
 
 /*
- * How the index maps its keys (keymap.c), made once per IndexInfo, in its
- * memory: the index's definition cannot change while the executor inserts
- * through it.
+ * How the index maps its keys (keymap.c), made once per IndexInfo; an
+ * insert that does not probe needs no ProbeStatement for it.
  */
 GuniqueKeyMap *
 gunique_probegroup_keymap(IndexInfo *indexInfo, Relation index)
 {
-	InsertCache *cache = insert_cache(indexInfo);
-
-	if (cache->keymap == NULL)
-	{
-		GuniqueKeyMap *map = MemoryContextAlloc(indexInfo->ii_Context,
-												sizeof(GuniqueKeyMap));
-
-		gunique_keymap_make(map, index, indexInfo->ii_Context);
-		cache->keymap = map;
-	}
-	return cache->keymap;
+	return insert_cache(indexInfo, index)->keymap;
 }
 
 /*

@@ -234,18 +234,13 @@ gunique_probescan_get(ProbeStatement *stmt, Oid heapoid, Oid indexoid)
 	 * the reference belongs to the transaction's resource owner, which a
 	 * subtransaction's abort does not release.
 	 */
-	ps = palloc0(sizeof(ProbeScan));
-	ps->indexoid = indexoid;
+	ps = palloc0(sizeof(ProbeScan));	/* not ready; filter_after found
+										 * when first needed */
 	PG_TRY();
 	{
 		ps->heap = table_open(heapoid, NoLock);
 		ps->index = index_open(indexoid, NoLock);
-		ps->ready = false;
-		ps->itup_key = NULL;
-		ps->fetch = NULL;
-		ps->slot = NULL;
 		ps->summary = gunique_summary_for(ps->index);
-		ps->filter_after = 0;	/* found when first needed */
 	}
 	PG_CATCH();
 	{

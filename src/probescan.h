@@ -46,7 +46,6 @@ typedef struct ProbeStatement
  */
 typedef struct ProbeScan
 {
-	Oid			indexoid;
 	struct ProbeScan *next;		/* in the statement's "opened" */
 	Relation	heap;
 	Relation	index;

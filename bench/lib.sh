@@ -72,6 +72,13 @@ scale_params()
 	esac
 	W2_PARTITIONS=${BENCH_W2_PARTITIONS:-$W2_PARTITIONS}
 	W2_KEYS=${BENCH_W2_KEYS:-int uuid email pair}    # key types of workload 2: see w2-scaling.sh
+	W2_CASES=${BENCH_W2_CASES:-new reinsert update}    # new keys, keys that come back: see w2-scaling.sh
+	for c in $W2_CASES; do
+		case "$c" in
+		new | reinsert | update) ;;
+		*) die "BENCH_W2_CASES: unknown case '$c' (new, reinsert, update)" ;;
+		esac
+	done
 	W2_WARM=${BENCH_W2_WARM:-refused}    # or reinsert: see w2-scaling.sh
 	case "$W2_WARM" in
 	refused | reinsert) ;;

@@ -201,7 +201,9 @@ if ($val{w2}) {
 	p "![insert cost per row against partitions](w2-scaling.svg)\n\n";
 	# int keys first (correlated, random), then the other key types
 	my %title = (uuid => 'uuid', email => 'text e-mail addresses',
-				 pair => 'two columns (int, text e-mail)');
+				 pair => 'two columns (int, text e-mail)',
+				 reinsert => 'inserted again after a rollback',
+				 update => 'a non-HOT UPDATE that keeps them (µs per row updated)');
 	for my $variant (sort { ($a =~ tr/-//) <=> ($b =~ tr/-//) || $a cmp $b } keys %{ $val{w2} }) {
 		my $v = $val{w2}{$variant};
 		my ($order, $keys) = split /-/, $variant;

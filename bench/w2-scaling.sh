@@ -38,6 +38,21 @@
 # int are measured for local, gunique and single only (the trigger and
 # side-table contenders are written for one integer key).
 #
+# Keys that come back (W2_CASES, BENCH_W2_CASES), int keys only, for
+# local, gunique and single:
+#   - "reinsert" (variants correlated-reinsert, random-reinsert): before the
+#     timed INSERT, untimed, the same rows are inserted and rolled back, as
+#     an application retries a transaction that failed; every timed key is
+#     then in its own partition's btree (a dead entry) and in gunique's key
+#     filters;
+#   - "update" (correlated-update, random-update): the timed rows are not
+#     deleted, a plain btree index on c is added (untimed, every
+#     contender), and the timed statement is a non-HOT UPDATE of c that
+#     keeps the key, of W2_ROWS rows with consecutive a in the middle of
+#     the table (so partition pruning finds them in a few partitions, and
+#     their keys, random or not, are those of the table).  Reported per row
+#     updated.
+#
 # BENCH_W2_WARM=reinsert restores the warm-up of earlier rounds (6 of the
 # timed rows per partition inserted and rolled back, so that at 512
 # partitions 3,072 of the 5,000 timed keys had been inserted before): it
@@ -61,8 +76,17 @@ w2_orders()
 	esac
 }
 
-# w2_variant ORDER KEYS: the name results are recorded under.
-w2_variant() { if [ "$2" = int ]; then echo "$1"; else echo "$1-$2"; fi; }
+# w2_variant ORDER KEYS CASE: the name results are recorded under.
+w2_variant()
+{
+	if [ "$3" != new ]; then
+		echo "$1-$3"
+	elif [ "$2" = int ]; then
+		echo "$1"
+	else
+		echo "$1-$2"
+	fi
+}
 
 # w2_key KEYS: the key columns, their type (for the trigger contender's
 # hash) and local's index columns.
@@ -98,13 +122,16 @@ workload_2()
 				w2_load "$order"
 				for keys in $W2_KEYS; do
 					case " $(w2_orders "$keys") " in *" $order "*) ;; *) continue ;; esac
-					for c in $(rotated $((run - 1))); do
-						# single only on the unpartitioned table, the others only on the partitioned one
-						case "$keys:$parts:$c" in
-						*:-:single | *:[0-9]*:local | *:[0-9]*:gunique | int:[0-9]*:trigger | int:[0-9]*:sidetable)
-							w2_point "$order" "$c" "$run" "$parts" "$keys"
-							;;
-						esac
+					for case_ in $W2_CASES; do
+						[ "$case_" = new ] || [ "$keys" = int ] || continue
+						for c in $(rotated $((run - 1))); do
+							# single only on the unpartitioned table, the others only on the partitioned one
+							case "$case_:$keys:$parts:$c" in
+							*:*:-:single | *:*:[0-9]*:local | *:*:[0-9]*:gunique | new:int:[0-9]*:trigger | new:int:[0-9]*:sidetable)
+								w2_point "$order" "$c" "$run" "$parts" "$keys" "$case_"
+								;;
+							esac
+						done
 					done
 				done
 			done
@@ -153,29 +180,51 @@ w2_load()
 	SQL
 }
 
-# w2_point ORDER CONTENDER RUN PARTITIONS KEYS: one point of the plot.
+# The timed rows of the case "update": W2_ROWS consecutive a in the middle.
+w2_update_range() { echo "a >= $((W2_TOTAL / 2)) AND a < $((W2_TOTAL / 2 + W2_ROWS))"; }
+
+# w2_point ORDER CONTENDER RUN PARTITIONS KEYS CASE: one point of the plot.
 w2_point()
 {
-	local order=$1 c=$2 run=$3 parts=$4 keys=$5 ms us prelude k type local_spec variant
+	local order=$1 c=$2 run=$3 parts=$4 keys=$5 case_=$6 ms us prelude k type local_spec variant timed
 	IFS='|' read -r k type local_spec <<<"$(w2_key "$keys")"
-	variant=$(w2_variant "$order" "$keys")
+	variant=$(w2_variant "$order" "$keys" "$case_")
+	timed="INSERT INTO w2 SELECT a, b, c, u, e FROM w2_new_$order;"
+	if [ "$case_" = update ]; then
+		timed="UPDATE w2 SET c = 'updated' WHERE $(w2_update_range);"
+	fi
 	# The CHECKPOINT comes first: the untimed DELETE and VACUUM then write
 	# the full-page images of the heap pages the timed insert will touch,
 	# and the enforcement is built after it, so the timed insert measures
 	# inserting, not the first write of each page after a checkpoint.
 	prelude=$(
 		echo "CHECKPOINT;"
-		w2_reset_sql
+		if [ "$case_" = update ]; then
+			# the rows as loaded, whatever the contender before did
+			echo "UPDATE w2 SET c = 'test' WHERE $(w2_update_range);"
+			echo "VACUUM (ANALYZE) w2;"
+		else
+			w2_reset_sql
+		fi
 		enforce_sql "$c" w2 "$k" "$type" "$local_spec"
 		if [ "$c" = sidetable ]; then echo "VACUUM (ANALYZE) w2_side;"; fi
+		if [ "$case_" = update ]; then echo "CREATE INDEX w2_c_idx ON w2 (c);"; fi
 		prewarm_sql w2
 		w2_warm_sql "$order" "$parts"
+		if [ "$case_" = reinsert ]; then
+			echo "BEGIN;"
+			echo "$timed"
+			echo "ROLLBACK;"
+		fi
 	)
-	ms=$(echo "INSERT INTO w2 SELECT a, b, c, u, e FROM w2_new_$order;" | timed_sql "$prelude")
+	ms=$(echo "$timed" | timed_sql "$prelude")
 	us=$(perl -e 'printf "%.3f", $ARGV[0] * 1000 / $ARGV[1]' "$ms" "$W2_ROWS")
 	record w2 "$variant" "$parts" "$c" "$run" "$us" "us/row"
 	log "w2 $variant partitions $parts $c run $run: $us µs/row ($ms ms for $W2_ROWS rows)"
-	drop_enforce_sql "$c" w2 | sql >/dev/null
+	{
+		drop_enforce_sql "$c" w2
+		if [ "$case_" = update ]; then echo "DROP INDEX w2_c_idx;"; fi
+	} | sql >/dev/null
 }
 
 # w2_warm_sql ORDER PARTITIONS: warm the session up on each partition.

@@ -217,8 +217,8 @@ gunique_insert(Relation index, Datum *values, bool *isnull,
 		gunique_fkey_hidden(RelationGetRelid(index)))
 		checkUnique = UNIQUE_CHECK_YES;
 
-	gunique_probe_before_insert(&probe, index, values, isnull, heap,
-								checkUnique, indexInfo);
+	gunique_probe_before_insert(&probe, index, values, isnull, heap_tid,
+								heap, checkUnique, indexUnchanged, indexInfo);
 	result = gunique_btinsert(index, values, isnull, heap_tid, heap,
 							  checkUnique, indexUnchanged, indexInfo);
 	gunique_probe_after_insert(&probe);

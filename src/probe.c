@@ -41,6 +41,7 @@
 
 #include "access/relscan.h"
 #include "access/table.h"
+#include "access/heapam.h"
 #include "access/tableam.h"
 #include "executor/tuptable.h"
 #include "miscadmin.h"
@@ -53,6 +54,7 @@
 #include "btread.h"
 #include "compat.h"
 #include "filter.h"
+#include "keepkey.h"
 #include "keylock.h"
 #include "keymap.h"
 #include "probe.h"
@@ -410,6 +412,48 @@ probe_light(ProbeGroup *pg, GuniqueKeyImage *key, uint64 *counts)
 	return true;
 }
 
+/*
+ * Own leaf's scan, made ready without the key lock, for an insert that may
+ * be an UPDATE keeping its key (keepkey.c); NULL if it cannot be one.
+ */
+static ProbeScan *
+probe_own_scan(ProbeGroup *pg, Relation index, Relation heap,
+			   bool indexUnchanged)
+{
+	ProbeScanContext cxt;
+	ProbeScan  *own;
+
+	if (!indexUnchanged || pg->skip_self ||
+		heap->rd_tableam != GetHeapamTableAmRoutine())
+		return NULL;
+	gunique_probescan_enter(pg->stmt, &cxt);
+	own = gunique_probescan_get(pg->stmt, RelationGetRelid(heap),
+								RelationGetRelid(index));
+	gunique_probescan_leave(&cxt);
+	gunique_probescan_prepare(pg->stmt, own);
+	return own;
+}
+
+/*
+ * Under the key lock: is the insert an UPDATE that keeps the key of a row
+ * own leaf holds (keepkey.c, src/README invariant 8)?  Then no other leaf
+ * needs looking at, light group or whole.
+ */
+static bool
+probe_keeps_key(ProbeGroup *pg, ProbeScan *own, Datum *values, bool *isnull,
+				ItemPointer heap_tid)
+{
+	ProbeScanContext cxt;
+	bool		kept;
+
+	if (own == NULL)
+		return false;
+	gunique_probescan_enter(pg->stmt, &cxt);
+	kept = gunique_update_keeps_key(own, pg->nkeys, values, isnull, heap_tid);
+	gunique_probescan_leave(&cxt);
+	return kept;
+}
+
 /* Wait for the transaction that holds the key, as nbtree would. */
 static void
 probe_wait(ProbeFinding *finding)
@@ -492,9 +536,10 @@ before_unprobed(GuniqueProbe *probe, GuniqueSummary *summary, Datum *values,
  */
 void
 gunique_probe_before_insert(GuniqueProbe *probe, Relation index,
-							Datum *values, bool *isnull, Relation heap,
+							Datum *values, bool *isnull,
+							ItemPointer heap_tid, Relation heap,
 							IndexUniqueCheck checkUnique,
-							IndexInfo *indexInfo)
+							bool indexUnchanged, IndexInfo *indexInfo)
 {
 	bool		skip_self = checkUnique == UNIQUE_CHECK_PARTIAL;
 	ProbeGroup *pg;
@@ -532,6 +577,7 @@ gunique_probe_before_insert(GuniqueProbe *probe, Relation index,
 		ProbeFinding finding;
 		Oid			conflict;
 		ProbeScan  *unready;
+		ProbeScan  *own;
 
 		pg = gunique_probegroup_for(indexInfo, index, skip_self);
 		if (!pg->needed || key_has_distinct_null(pg, isnull))
@@ -540,10 +586,22 @@ gunique_probe_before_insert(GuniqueProbe *probe, Relation index,
 			return;
 		}
 		gunique_keymap_image(&key, pg->keymap, values, isnull);
+		own = probe_own_scan(pg, index, heap, indexUnchanged);
 		probe->keylock = gunique_keylock_for(pg->topindex,
 											 key_hash(pg, values, isnull));
 
 		LWLockAcquire(probe->keylock, LW_EXCLUSIVE);
+		if (probe_keeps_key(pg, own, values, isnull, heap_tid))
+		{
+			/*
+			 * The old version's entry has the key covered already, and
+			 * nbtree's insert needs no key lock (src/README, invariant 8).
+			 */
+			LWLockRelease(probe->keylock);
+			counts[GUNIQUE_STAT_UNPROBED] = 1;
+			gunique_stats_add(index, counts);
+			return;
+		}
 		if (pg->light)
 		{
 			if (probe_light(pg, &key, counts))

@@ -25,8 +25,9 @@ typedef struct GuniqueProbe
 
 extern void gunique_probe_before_insert(GuniqueProbe *probe, Relation index,
 										Datum *values, bool *isnull,
-										Relation heap,
+										ItemPointer heap_tid, Relation heap,
 										IndexUniqueCheck checkUnique,
+										bool indexUnchanged,
 										IndexInfo *indexInfo);
 extern void gunique_probe_after_insert(GuniqueProbe *probe);
 

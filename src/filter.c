@@ -10,6 +10,15 @@
  * a filter stands for, when it is built, grown or dropped, and why a probe
  * may trust it, is summary.c's (src/README, invariant 6).
  *
+ * A group's filter is tagged: beside its bloom filter it has a second part
+ * of the same size, where a key sets GUNIQUE_FILTER_TAG_BITS bits of the
+ * block parallel to its bloom block, chosen by the key and by the tag (0 to
+ * GUNIQUE_FILTER_TAGS - 1) of the leaf that holds it.  A key the bloom part
+ * cannot rule out is then checked against each tag in one more cache line,
+ * and only the leaves of the tags it may have are looked at (summary.c
+ * gives each leaf its tag).  Every setter names the tag: a tagged filter
+ * set without one stops ruling tags out.
+ *
  * Filters live in one arena of gunique.filter_memory bytes, carved into
  * power-of-two sizes with a free list per size; a filter may take a freed
  * block of a bigger size, and the arena starts afresh whenever its last
@@ -28,6 +37,7 @@
 
 #include "compat.h"
 #include "filter.h"
+#include "port/pg_bitutils.h"
 #include "keymap.h"
 
 #define FILTER_BLOCK_WORDS	GUNIQUE_FILTER_BLOCK_WORDS	/* a key's bits */
@@ -48,6 +58,7 @@ typedef union FilterHeader
 		pg_atomic_uint64 capacity;	/* keys it holds at its designed false
 									 * positive rate */
 		pg_atomic_uint64 nkeys; /* keys added, estimated */
+		pg_atomic_uint32 tags_lost; /* tagged, but set without a tag */
 		uint64		nextfree;	/* on a free list, the next one there */
 		int			sizeclass;	/* log2 of the bytes of bits */
 		int			blockclass; /* that of the block it occupies, which
@@ -113,15 +124,18 @@ gunique_filter_shmem_startup(void)
 /*
  * Filters are named by a reference: the offset of their header in the
  * arena (a multiple of 64) with log2 of their number of blocks in the low
- * six bits, so that a probe finds a key's block without reading the header.
+ * six bits, so that a probe finds a key's block without reading the header,
+ * and FILTER_REF_TAGGED if the filter has a tag part after its bloom part.
  */
 #define FILTER_REF_LOG2_MASK	UINT64CONST(63)
+#define FILTER_REF_TAGGED		(UINT64CONST(1) << 62)
 
 static inline FilterHeader *
 filter_at(uint64 ref)
 {
 	Assert(ref != 0);			/* 0 names no filter */
-	return (FilterHeader *) (arena_base + (ref & ~FILTER_REF_LOG2_MASK));
+	return (FilterHeader *) (arena_base +
+							 (ref & ~(FILTER_REF_LOG2_MASK | FILTER_REF_TAGGED)));
 }
 
 static inline pg_atomic_uint64 *
@@ -131,6 +145,53 @@ filter_block(uint64 ref, uint64 hash)
 	uint64		mask = (UINT64CONST(1) << (ref & FILTER_REF_LOG2_MASK)) - 1;
 
 	return bits + (hash & mask) * FILTER_BLOCK_WORDS;
+}
+
+/* The tag block parallel to the key's bloom block, in a tagged filter. */
+static inline pg_atomic_uint64 *
+filter_tag_block(uint64 ref, uint64 hash)
+{
+	uint64		nblocks = UINT64CONST(1) << (ref & FILTER_REF_LOG2_MASK);
+
+	return filter_block(ref, hash) + nblocks * FILTER_BLOCK_WORDS;
+}
+
+/*
+ * The bits a key and a tag set in the key's tag block: GUNIQUE_FILTER_TAG_BITS
+ * positions of the block's 512, from a hash of both.
+ */
+static inline void
+filter_tag_positions(uint64 hash, int tag, int *pos)
+{
+	uint64		h = gunique_mix64(hash ^
+								  ((uint64) (tag + 1) * UINT64CONST(0xc2b2ae3d27d4eb4f)));
+
+	for (int i = 0; i < GUNIQUE_FILTER_TAG_BITS; i++)
+		pos[i] = (int) ((h >> (9 * i)) & 511);
+}
+
+static void
+filter_set_tag(uint64 ref, uint64 hash, int tag, bool alone)
+{
+	pg_atomic_uint64 *block = filter_tag_block(ref, hash);
+	int			pos[GUNIQUE_FILTER_TAG_BITS];
+
+	if (tag < 0 || tag >= GUNIQUE_FILTER_TAGS)
+	{
+		pg_atomic_write_u32(&filter_at(ref)->h.tags_lost, 1);
+		return;
+	}
+	filter_tag_positions(hash, tag, pos);
+	for (int i = 0; i < GUNIQUE_FILTER_TAG_BITS; i++)
+	{
+		pg_atomic_uint64 *word = &block[pos[i] >> 6];
+		uint64		bit = UINT64CONST(1) << (pos[i] & 63);
+
+		if (alone)
+			*(uint64 *) word |= bit;
+		else if ((pg_atomic_read_u64(word) & bit) == 0)
+			pg_atomic_fetch_or_u64(word, bit);
+	}
 }
 
 /*
@@ -159,11 +220,12 @@ filter_holds(uint64 ref, uint64 hash, const uint64 *masks)
 }
 
 /*
- * Set the key's bits; with "count", also count the key (by sampling), and
- * return true if the filter now holds more keys than it was made for.
+ * Set the key's bits, and in a tagged filter those of the key with the tag
+ * of its leaf; with "count", also count the key (by sampling), and return
+ * true if the filter now holds more keys than it was made for.
  */
 bool
-gunique_filter_set(uint64 ref, uint64 hash, bool count)
+gunique_filter_set(uint64 ref, uint64 hash, int tag, bool count)
 {
 	FilterHeader *f = filter_at(ref);
 	pg_atomic_uint64 *block = filter_block(ref, hash);
@@ -173,6 +235,8 @@ gunique_filter_set(uint64 ref, uint64 hash, bool count)
 	for (int i = 0; i < FILTER_BLOCK_WORDS; i++)
 		if ((pg_atomic_read_u64(&block[i]) & masks[i]) == 0)
 			pg_atomic_fetch_or_u64(&block[i], masks[i]);
+	if (ref & FILTER_REF_TAGGED)
+		filter_set_tag(ref, hash, tag, false);
 	if (!count || (hash >> FILTER_SAMPLE_SHIFT) != 0)
 		return false;
 	return pg_atomic_add_fetch_u64(&f->h.nkeys, 16) >
@@ -181,7 +245,7 @@ gunique_filter_set(uint64 ref, uint64 hash, bool count)
 
 /* Set the key's bits in a filter nobody else can be reading or writing. */
 void
-gunique_filter_set_alone(uint64 ref, uint64 hash)
+gunique_filter_set_alone(uint64 ref, uint64 hash, int tag)
 {
 	uint64	   *block = (uint64 *) filter_block(ref, hash);
 	uint64		masks[FILTER_BLOCK_WORDS];
@@ -189,6 +253,8 @@ gunique_filter_set_alone(uint64 ref, uint64 hash)
 	filter_masks(hash, masks);
 	for (int i = 0; i < FILTER_BLOCK_WORDS; i++)
 		block[i] |= masks[i];
+	if (ref & FILTER_REF_TAGGED)
+		filter_set_tag(ref, hash, tag, true);
 }
 
 void
@@ -213,6 +279,48 @@ gunique_filter_excludes(uint64 ref, GuniqueFilterKey *fkey)
 		fkey->masked = true;
 	}
 	return !filter_holds(ref, fkey->hash, fkey->masks);
+}
+
+/*
+ * Of the tags in "candidates" (bit t for tag t), those the key may have in
+ * filter "ref": all of them unless the filter is tagged and every setter
+ * named a tag.
+ */
+uint64
+gunique_filter_tags(uint64 ref, GuniqueFilterKey *fkey, uint64 candidates)
+{
+	pg_atomic_uint64 *block;
+	uint64		words[FILTER_BLOCK_WORDS];
+	uint64		result = 0;
+
+	if (ref == 0 || !(ref & FILTER_REF_TAGGED) || !gunique_key_filters ||
+		pg_atomic_read_u32(&filter_at(ref)->h.tags_lost) != 0)
+		return candidates;
+	block = filter_tag_block(ref, fkey->hash);
+	for (int i = 0; i < FILTER_BLOCK_WORDS; i++)
+		words[i] = pg_atomic_read_u64(&block[i]);
+	while (candidates != 0)
+	{
+		int			tag = pg_rightmost_one_pos64(candidates);
+		int			pos[GUNIQUE_FILTER_TAG_BITS];
+		bool		all = true;
+
+		candidates &= candidates - 1;
+		filter_tag_positions(fkey->hash, tag, pos);
+		for (int i = 0; i < GUNIQUE_FILTER_TAG_BITS && all; i++)
+			all = (words[pos[i] >> 6] >> (pos[i] & 63)) & 1;
+		if (all)
+			result |= UINT64CONST(1) << tag;
+	}
+	return result;
+}
+
+/* Does the filter have a tag part that tells leaves apart? */
+bool
+gunique_filter_tagged(uint64 ref)
+{
+	return ref != 0 && (ref & FILTER_REF_TAGGED) != 0 &&
+		pg_atomic_read_u32(&filter_at(ref)->h.tags_lost) == 0;
 }
 
 /*
@@ -258,18 +366,25 @@ filter_take_block(int sizeclass, int *blockclass)
 	return offset;
 }
 
-/* A zeroed filter for about "keys" keys (its reference), or 0 if no room. */
+/*
+ * A zeroed filter for about "keys" keys (its reference), or 0 if no room;
+ * "tagged" doubles it for a tag part.
+ */
 uint64
-gunique_filter_alloc(uint64 keys)
+gunique_filter_alloc(uint64 keys, bool tagged)
 {
 	int			sizeclass = FILTER_MIN_CLASS;
+	int			bloomclass;
 	int			blockclass;
 	uint64		bytes;
 	uint64		offset;
 	FilterHeader *f;
 
-	while (sizeclass < FILTER_MAX_CLASS &&
+	while (sizeclass < FILTER_MAX_CLASS - 1 &&
 		   (UINT64CONST(1) << sizeclass) * 8 < keys * FILTER_BITS_PER_KEY)
+		sizeclass++;
+	bloomclass = sizeclass;
+	if (tagged)
 		sizeclass++;
 	bytes = UINT64CONST(1) << sizeclass;
 
@@ -283,14 +398,16 @@ gunique_filter_alloc(uint64 keys)
 
 	f = filter_at(offset);
 	memset(f + 1, 0, bytes);
-	pg_atomic_init_u64(&f->h.capacity, bytes * 8 / FILTER_BITS_PER_KEY);
+	pg_atomic_init_u64(&f->h.capacity,
+					   (UINT64CONST(1) << bloomclass) * 8 / FILTER_BITS_PER_KEY);
 	pg_atomic_init_u64(&f->h.nkeys, 0);
+	pg_atomic_init_u32(&f->h.tags_lost, 0);
 	f->h.nextfree = 0;
 	f->h.sizeclass = sizeclass;
 	f->h.blockclass = blockclass;
 	pg_write_barrier();
-	/* blocks of 64 bytes: 2^(sizeclass - 6) of them */
-	return offset | (sizeclass - 6);
+	/* bloom blocks of 64 bytes: 2^(bloomclass - 6) of them */
+	return offset | (bloomclass - 6) | (tagged ? FILTER_REF_TAGGED : 0);
 }
 
 /*
@@ -306,7 +423,8 @@ gunique_filter_free(uint64 ref)
 
 	LWLockAcquire(arena_lock, LW_EXCLUSIVE);
 	f->h.nextfree = arena->freelist[f->h.blockclass];
-	arena->freelist[f->h.blockclass] = ref & ~FILTER_REF_LOG2_MASK;
+	arena->freelist[f->h.blockclass] =
+		ref & ~(FILTER_REF_LOG2_MASK | FILTER_REF_TAGGED);
 	Assert(arena->nlive > 0);
 	if (--arena->nlive == 0)
 	{

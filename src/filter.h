@@ -13,6 +13,8 @@
  * (on the first filter checked) for a probe that may check many filters.
  */
 #define GUNIQUE_FILTER_BLOCK_WORDS 8	/* 64 bytes */
+#define GUNIQUE_FILTER_TAGS		64	/* tags a tagged filter tells apart */
+#define GUNIQUE_FILTER_TAG_BITS 4	/* bits a key and a tag set */
 
 typedef struct GuniqueFilterKey
 {
@@ -29,10 +31,10 @@ extern void gunique_filter_shmem_startup(void);
 extern bool gunique_filter_arena_ready(void);
 
 /* Filters are named by a reference, 0 for none; see filter.c. */
-extern uint64 gunique_filter_alloc(uint64 keys);
+extern uint64 gunique_filter_alloc(uint64 keys, bool tagged);
 extern void gunique_filter_free(uint64 ref);
-extern bool gunique_filter_set(uint64 ref, uint64 hash, bool count);
-extern void gunique_filter_set_alone(uint64 ref, uint64 hash);
+extern bool gunique_filter_set(uint64 ref, uint64 hash, int tag, bool count);
+extern void gunique_filter_set_alone(uint64 ref, uint64 hash, int tag);
 extern uint64 gunique_filter_count(uint64 ref);
 extern void gunique_filter_add_count(uint64 ref, uint64 n);
 extern void gunique_filter_set_capacity(uint64 ref, uint64 capacity);
@@ -40,5 +42,8 @@ extern void gunique_filter_set_capacity(uint64 ref, uint64 capacity);
 extern void gunique_filter_key(GuniqueFilterKey *fkey, uint64 hash);
 extern bool gunique_filter_excludes(uint64 ref, GuniqueFilterKey *fkey);
 extern void gunique_filter_prefetch(uint64 ref, GuniqueFilterKey *fkey);
+extern uint64 gunique_filter_tags(uint64 ref, GuniqueFilterKey *fkey,
+								  uint64 candidates);
+extern bool gunique_filter_tagged(uint64 ref);
 
 #endif							/* GUNIQUE_FILTER_H */

@@ -45,6 +45,7 @@
 #include "access/tableam.h"
 #include "executor/tuptable.h"
 #include "miscadmin.h"
+#include "port/pg_bitutils.h"
 #include "storage/lmgr.h"
 #include "storage/lock.h"
 #include "storage/predicate.h"
@@ -306,9 +307,46 @@ probe_target(ProbeGroup *pg, int i, ProbeFinding *finding, Datum *values,
 }
 
 /*
+ * Past the group's filter, when it tags keys by leaf: only the leaves of
+ * the tags the key may have, then their ranges and filters.  The others
+ * cannot hold the key: the tag part is set with the bloom part, by every
+ * insert and every build (src/README, invariant 6).
+ */
+static Oid
+probe_group_tags(ProbeGroup *pg, LeafSummaryCopies *copies, uint64 tags,
+				 GuniqueKeyImage *key, GuniqueFilterKey *fkey,
+				 ProbeFinding *finding, Datum *values, bool *isnull,
+				 uint64 *counts, ProbeScan **unready)
+{
+	Oid			conflict = InvalidOid;
+	int			walked = 0;
+
+	while (tags != 0 && !OidIsValid(conflict) && *unready == NULL)
+	{
+		int			tag = pg_rightmost_one_pos64(tags);
+
+		tags &= tags - 1;
+		for (int i = copies->tag_first[tag];
+			 i >= 0 && !OidIsValid(conflict) && *unready == NULL;
+			 i = copies->tag_next[i])
+		{
+			walked++;
+			if (probe_copy_needed(pg, i, &copies->leaves[i], key, fkey,
+								  counts))
+				conflict = probe_target(pg, i, finding, values, isnull,
+										counts, unready);
+		}
+	}
+	if (!OidIsValid(conflict) && *unready == NULL)
+		counts[GUNIQUE_STAT_LEAVES_FILTERED] += pg->ntargets - walked;
+	return conflict;
+}
+
+/*
  * Past the group's filter: the leaves whose range may hold the key, found
  * in the statement's copies of their summaries (probegroup.c), then their
- * filters.
+ * filters; or, if the group's filter tags keys by leaf, the leaves of the
+ * key's tags.
  */
 static Oid
 probe_group_copies(ProbeGroup *pg, GuniqueKeyImage *key,
@@ -318,13 +356,21 @@ probe_group_copies(ProbeGroup *pg, GuniqueKeyImage *key,
 {
 	LeafSummaryCopies *copies = gunique_probegroup_copies(pg);
 	GuniqueSummaryCopy *leaves = copies->leaves;
-	/* a key without an order image (a NULL leading column) may be anywhere */
-	int			upto = key->ordered ?
-		gunique_probegroup_copies_upto(copies, pg->ntargets, key->order) :
-		pg->ntargets;
+	uint64		groupref = gunique_summary_filter(pg->group_summary);
+	int			upto;
 	int			walked = 0;
 	Oid			conflict = InvalidOid;
 
+	if (gunique_filter_tagged(groupref))
+		return probe_group_tags(pg, copies,
+								gunique_filter_tags(groupref, fkey,
+													copies->tags_present),
+								key, fkey, finding, values, isnull, counts,
+								unready);
+	/* a key without an order image (a NULL leading column) may be anywhere */
+	upto = key->ordered ?
+		gunique_probegroup_copies_upto(copies, pg->ntargets, key->order) :
+		pg->ntargets;
 	for (int j = upto - 1; j >= upto - PROBE_AHEAD && j >= 0; j--)
 		probe_copy_prefetch(&leaves[copies->order[j]], key, fkey);
 	for (int j = upto - 1;
@@ -525,7 +571,8 @@ before_unprobed(GuniqueProbe *probe, GuniqueSummary *summary, Datum *values,
 	gunique_keymap_image(&key, gunique_probegroup_keymap(probe->indexInfo,
 														 probe->index),
 						 values, isnull);
-	(void) gunique_summary_cover(summary, NULL, &key);
+	(void) gunique_summary_cover(summary, NULL, &key,
+								 gunique_summary_leaf_tag(probe->index->rd_index->indrelid));
 }
 
 /*
@@ -648,7 +695,8 @@ gunique_probe_before_insert(GuniqueProbe *probe, Relation index,
 	 */
 	probe->pg = pg;
 	probe->cover = gunique_summary_cover(pg->own_summary, pg->group_summary,
-										 &key);
+										 &key,
+										 gunique_summary_leaf_tag(RelationGetRelid(heap)));
 }
 
 /* nbtree has inserted the key: let others see it, then build filters. */

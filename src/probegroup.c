@@ -219,17 +219,30 @@ group_init(ProbeGroup *pg, ProbeStatement *stmt, bool skip_self,
 	group_set_key(pg, scope);
 }
 
-/* The copies of the leaves' summaries, for a group that uses its filter. */
+/*
+ * The copies of the leaves' summaries, for a group that uses its filter,
+ * with the leaves listed by tag.
+ */
 static LeafSummaryCopies *
-group_copies_make(int n)
+group_copies_make(ProbeScan **targets, int n)
 {
 	LeafSummaryCopies *copies = palloc0(sizeof(LeafSummaryCopies));
 
 	copies->leaves = palloc(sizeof(GuniqueSummaryCopy) * Max(n, 1));
 	copies->order = palloc(sizeof(int) * Max(n, 1));
 	copies->reach = palloc(sizeof(uint64) * Max(n, 1));
-	for (int i = 0; i < n; i++)
+	copies->tag_next = palloc(sizeof(int) * Max(n, 1));
+	for (int t = 0; t < GUNIQUE_FILTER_TAGS; t++)
+		copies->tag_first[t] = -1;
+	for (int i = n - 1; i >= 0; i--)
+	{
+		int			tag = gunique_summary_leaf_tag(RelationGetRelid(targets[i]->heap));
+
 		copies->order[i] = i;
+		copies->tag_next[i] = copies->tag_first[tag];
+		copies->tag_first[tag] = i;
+		copies->tags_present |= UINT64CONST(1) << tag;
+	}
 	return copies;
 }
 
@@ -249,7 +262,7 @@ group_make_whole(ProbeGroup *pg, GuniqueLeaf *leaves, int nleaves, int self,
 	pg->group_summary = group_summary(pg->group);
 	pg->use_group_filter = nleaves >= GUNIQUE_GROUP_FILTER_MIN_LEAVES;
 	if (pg->use_group_filter && pg->group_summary != NULL)
-		pg->copies = group_copies_make(pg->ntargets);
+		pg->copies = group_copies_make(pg->targets, pg->ntargets);
 	if (shared)
 		group_own(pg);
 }

@@ -31,6 +31,10 @@ typedef struct LeafSummaryCopies
 	int		   *order;			/* the targets by the low end of their range */
 	uint64	   *reach;			/* reach[j]: the highest high end of the
 								 * ranges of order[0 .. j] */
+	/* the leaves by their tag in the group's filter (filter.c) */
+	uint64		tags_present;	/* bit t: some leaf has tag t */
+	int			tag_first[GUNIQUE_FILTER_TAGS]; /* a leaf of tag t, or -1 */
+	int		   *tag_next;		/* the next leaf of the same tag, or -1 */
 } LeafSummaryCopies;
 
 /*

@@ -28,6 +28,7 @@
 #include "access/genam.h"
 #include "access/itup.h"
 #include "access/xact.h"
+#include "common/hashfn.h"
 #include "catalog/pg_class.h"
 #include "catalog/pg_inherits.h"
 #include "miscadmin.h"
@@ -100,6 +101,7 @@ typedef struct SummaryFill
 								 * one there is when extending */
 	uint64		nkeys;			/* keys read */
 	bool		exclusive;		/* nobody else reads or writes the leaves */
+	bool		tagged;			/* a group's: its keys are tagged by leaf */
 	bool		extending;		/* adding to the filter there is */
 	GuniqueSummary *group;		/* the leaf's group's entry, whose count of
 								 * changes to bump on publishing, or NULL */
@@ -110,6 +112,7 @@ struct GuniqueSummaryMerge
 	int			nleaves;
 	SummaryFill *leaves;		/* one per leaf of the merge */
 	SummaryFill group;			/* the tree's group filter */
+	int		   *tags;			/* each leaf's tag in it */
 	GuniqueKeyMap keymap;		/* the tree's keys' hash */
 	MemoryContext hashcxt;		/* what hashing the keys allocates */
 	uint64		nhashed;
@@ -509,6 +512,23 @@ gunique_summary_keys_estimate(Relation index)
 	return (uint64) RelationGetNumberOfBlocks(index) * FILTER_KEYS_PER_PAGE;
 }
 
+/*
+ * The tag of a leaf's keys in its group's filter (filter.c): by the leaf's
+ * table, which stays the same when REINDEX CONCURRENTLY gives it another
+ * index, so that both indexes tag the keys alike.
+ */
+int
+gunique_summary_leaf_tag(Oid heapoid)
+{
+	return (int) (murmurhash32((uint32) heapoid) % GUNIQUE_FILTER_TAGS);
+}
+
+static int
+summary_index_tag(Relation index)
+{
+	return gunique_summary_leaf_tag(index->rd_index->indrelid);
+}
+
 /* Could a filter be built for the entry, and is none there or on its way? */
 bool
 gunique_summary_filter_missing(GuniqueSummary *summary)
@@ -580,7 +600,7 @@ gunique_summary_filter_due(GuniqueSummary *summary, uint32 threshold)
  * bigger one.
  */
 static bool
-summary_filter_add(GuniqueSummary *summary, uint64 hash)
+summary_filter_add(GuniqueSummary *summary, uint64 hash, int tag)
 {
 	uint64		next = pg_atomic_read_u64(&summary->filter_next);
 	uint64		current;
@@ -589,9 +609,9 @@ summary_filter_add(GuniqueSummary *summary, uint64 hash)
 	pg_read_barrier();
 	current = pg_atomic_read_u64(&summary->filter);
 	if (next != 0)
-		(void) gunique_filter_set(next, hash, true);
+		(void) gunique_filter_set(next, hash, tag, true);
 	if (current != 0 && current != next)
-		full = gunique_filter_set(current, hash, true);
+		full = gunique_filter_set(current, hash, tag, true);
 	return full && next == 0 &&
 		pg_atomic_read_u32(&summary->filter_busy) == 0;
 }
@@ -602,22 +622,23 @@ summary_filter_add(GuniqueSummary *summary, uint64 hash)
  * The group's filter gets the key even if the leaf has no summary (the
  * table was full): probes from the other leaves rely on it.  A widened
  * range bumps the group's count of changes, so that probes drop their
- * copies.  Returns GUNIQUE_COVER_* flags for what to build afterwards.
+ * copies.  "tag" is the leaf's (gunique_summary_leaf_tag).  Returns
+ * GUNIQUE_COVER_* flags for what to build afterwards.
  */
 int
 gunique_summary_cover(GuniqueSummary *summary, GuniqueSummary *group,
-					  GuniqueKeyImage *key)
+					  GuniqueKeyImage *key, int tag)
 {
 	int			result = 0;
 
 	if (key->hashed && group != NULL &&
-		summary_filter_add(group, key->hash))
+		summary_filter_add(group, key->hash, tag))
 		result |= GUNIQUE_COVER_GROUP_FULL;
 	if (summary == NULL)
 		return result;
 	if (key->ordered && summary_widen(summary, key->order) && group != NULL)
 		pg_atomic_fetch_add_u64(&group->changes, 1);
-	if (key->hashed && summary_filter_add(summary, key->hash))
+	if (key->hashed && summary_filter_add(summary, key->hash, tag))
 		result |= GUNIQUE_COVER_LEAF_FULL;
 	return result;
 }
@@ -643,12 +664,13 @@ summary_filter_keys_wanted(GuniqueSummary *summary, uint64 estimate)
  * then takes the key lock barrier before it reads the leaves.  With
  * "exclusive", the caller's locks keep every inserter and prober of the
  * leaves out until it is done: no barrier is needed, and bits are set
- * without atomic operations.  False if another backend is building one or
- * the arena has no room.
+ * without atomic operations.  A group's filter ("tagged") tags its keys by
+ * leaf.  False if another backend is building one or the arena has no
+ * room.
  */
 static bool
 summary_fill_begin(SummaryFill *fill, GuniqueSummary *summary,
-				   uint64 estimate, bool exclusive)
+				   uint64 estimate, bool exclusive, bool tagged)
 {
 	uint32		expected = 0;
 	uint64		old;
@@ -660,7 +682,8 @@ summary_fill_begin(SummaryFill *fill, GuniqueSummary *summary,
 		!pg_atomic_compare_exchange_u32(&summary->filter_busy, &expected, 1))
 		return false;
 	old = pg_atomic_read_u64(&summary->filter);
-	next = gunique_filter_alloc(summary_filter_keys_wanted(summary, estimate));
+	next = gunique_filter_alloc(summary_filter_keys_wanted(summary, estimate),
+								tagged);
 	if (next == 0)
 	{
 		/* No room: keep the filter there is, and ask again at twice its load */
@@ -671,6 +694,7 @@ summary_fill_begin(SummaryFill *fill, GuniqueSummary *summary,
 	}
 	fill->summary = summary;
 	fill->exclusive = exclusive;
+	fill->tagged = tagged;
 	fill->old = old;
 	fill->next = next;
 	fill->ref = fill->next;
@@ -700,15 +724,15 @@ summary_extend_begin(SummaryFill *fill, GuniqueSummary *summary)
 	return true;
 }
 
-/* A key read from the leaves after the barrier, by its hash. */
+/* A key read from the leaves after the barrier: its hash, its leaf's tag. */
 static inline void
-summary_fill_hash(SummaryFill *fill, uint64 hash)
+summary_fill_hash(SummaryFill *fill, uint64 hash, int tag)
 {
 	/* counted all at once when published */
 	if (fill->exclusive)
-		gunique_filter_set_alone(fill->ref, hash);
+		gunique_filter_set_alone(fill->ref, hash, tag);
 	else
-		(void) gunique_filter_set(fill->ref, hash, false);
+		(void) gunique_filter_set(fill->ref, hash, tag, false);
 	fill->nkeys++;
 }
 
@@ -800,6 +824,7 @@ summary_fill_leaf(SummaryFill *fill, Relation index)
 	GuniqueBtReader reader;
 	IndexTuple	itup;
 	uint64		n = 0;
+	int			tag = summary_index_tag(index);
 
 	gunique_keymap_make(&map, index, CurrentMemoryContext);
 	gunique_bt_reader_init(&reader, index, strategy);
@@ -814,7 +839,7 @@ summary_fill_leaf(SummaryFill *fill, Relation index)
 				values[i] = index_getattr(itup, i + 1, desc, &isnull[i]);
 			if (summary_hash_entry(&map, map.nkeys, values, isnull, hashcxt,
 								   &hash))
-				summary_fill_hash(fill, hash);
+				summary_fill_hash(fill, hash, tag);
 			if ((++n & 1023) == 0)
 				MemoryContextReset(hashcxt);
 		}
@@ -829,18 +854,19 @@ summary_fill_leaf(SummaryFill *fill, Relation index)
  * leaves, publish it for probes, take the barrier again and free the old
  * one (src/README, invariant 6).  The caller holds locks on the leaves
  * that keep their btrees from being rebuilt, and no key lock.  Does nothing
- * if another backend is building one or the arena has no room.
+ * if another backend is building one or the arena has no room.  A group's
+ * filter ("tagged") tags each key by its leaf.
  */
 static void
 summary_build(GuniqueSummary *summary, Relation *indexes, int n,
-			  GuniqueSummary *group)
+			  GuniqueSummary *group, bool tagged)
 {
 	SummaryFill fill;
 	uint64		estimate = 0;
 
 	for (int i = 0; i < n; i++)
 		estimate += gunique_summary_keys_estimate(indexes[i]);
-	if (!summary_fill_begin(&fill, summary, estimate, false))
+	if (!summary_fill_begin(&fill, summary, estimate, false, tagged))
 		return;
 	fill.group = group;
 	PG_TRY();
@@ -872,7 +898,7 @@ void
 gunique_summary_build_filter(GuniqueSummary *summary, Relation index,
 							 GuniqueSummary *group)
 {
-	summary_build(summary, &index, 1, group);
+	summary_build(summary, &index, 1, group, false);
 }
 
 /*
@@ -893,7 +919,7 @@ gunique_summary_build_group_filter(GuniqueSummary *group, Relation *leaves,
 		*tree_changed = gunique_tree_changed_here(index) ? 'y' : 'n';
 	if (*tree_changed == 'y')
 		return;
-	summary_build(group, leaves, n, NULL);
+	summary_build(group, leaves, n, NULL, true);
 }
 
 /*
@@ -950,6 +976,7 @@ gunique_summary_merge_begin(Relation topindex, Relation *leaves, bool *whole,
 	 */
 	merge->nleaves = n;
 	merge->leaves = palloc0(sizeof(SummaryFill) * Max(n, 1));
+	merge->tags = palloc(sizeof(int) * Max(n, 1));
 	merge->hashcxt = AllocSetContextCreate(CurrentMemoryContext,
 										   "gunique merge hashes",
 										   ALLOCSET_SMALL_SIZES);
@@ -958,6 +985,7 @@ gunique_summary_merge_begin(Relation topindex, Relation *leaves, bool *whole,
 	for (int i = 0; i < n; i++)
 	{
 		blocks[i] = RelationGetNumberOfBlocks(leaves[i]);
+		merge->tags[i] = summary_index_tag(leaves[i]);
 		keys[i] = gunique_summary_keys_estimate(leaves[i]);
 		entries[i] = whole[i] ? gunique_summary_for(leaves[i]) : NULL;
 		estimate += keys[i];
@@ -977,10 +1005,11 @@ gunique_summary_merge_begin(Relation topindex, Relation *leaves, bool *whole,
 	for (int i = 0; i < n; i++)
 		if (entries[i] != NULL && blocks[i] > 1)
 			(void) summary_fill_begin(&merge->leaves[i], entries[i], keys[i],
-									  true);
+									  true, false);
 	if (n < GUNIQUE_GROUP_FILTER_MIN_LEAVES)
 		summary_forget(RelationGetRelid(topindex));
-	else if (!(all ? summary_fill_begin(&merge->group, group, estimate, true) :
+	else if (!(all ? summary_fill_begin(&merge->group, group, estimate, true,
+										true) :
 			   summary_extend_begin(&merge->group, group)))
 	{
 		/* a group filter that cannot take these keys must not stay */
@@ -1008,9 +1037,9 @@ gunique_summary_merge_key(GuniqueSummaryMerge *merge, int leaf,
 							isnull, merge->hashcxt, &hash))
 		return;
 	if (fill->summary != NULL)
-		summary_fill_hash(fill, hash);
+		summary_fill_hash(fill, hash, merge->tags[leaf]);
 	if (merge->group.summary != NULL)
-		summary_fill_hash(&merge->group, hash);
+		summary_fill_hash(&merge->group, hash, merge->tags[leaf]);
 }
 
 /* Publish the filters once every entry is read, or drop them on error. */

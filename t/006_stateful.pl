@@ -1,9 +1,10 @@
 # Copyright (c) gunique contributors
 #
 # A randomized stateful test: several sessions run random sequences of
-# INSERT (one row and many), UPDATE of the key, UPDATE that moves a row to
-# another partition, DELETE, COPY, bulk inserts of many new keys (so that
-# key filters are built and outgrown), DETACH [CONCURRENTLY], ATTACH, DROP,
+# INSERT (one row and many), UPDATE of the key, a non-HOT UPDATE that keeps
+# it, UPDATE that moves a row to another partition, DELETE, COPY, bulk
+# inserts of many new keys (so that key filters are built and outgrown),
+# DETACH [CONCURRENTLY], ATTACH, DROP,
 # TRUNCATE, REINDEX [CONCURRENTLY] of a leaf, REINDEX of the whole tree,
 # CREATE TABLE ... PARTITION OF, VACUUM, savepoints, ROLLBACK [TO], PREPARE
 # TRANSACTION / COMMIT PREPARED / ROLLBACK PREPARED, and crashes (SIGKILL of
@@ -758,6 +759,23 @@ sub op_update_key
 	};
 }
 
+# A non-HOT UPDATE that keeps the key (t_v makes every UPDATE of v
+# non-HOT): gunique's shortcut for it, keepkey.c, searches no other
+# partition.
+sub op_update_keep
+{
+	my ($d) = @_;
+	my $t = $d->{tx};
+	my $r = pick(live_keys_untouched($t)) or return;
+	my ($k, $slot) = @$r;
+	return {
+		sql => "UPDATE t SET v = v + 1 WHERE k = $k RETURNING k",
+		row => [ $slot, $k ],
+		ops => [ [ 'del', $slot, $k ], [ 'ins', $slot, $k ] ],
+		done => \&rows_done
+	};
+}
+
 sub op_move
 {
 	my ($d) = @_;
@@ -1170,6 +1188,7 @@ my @ops = (
 	[ 4, 'insert many', sub { op_insert($_[0], 2 + int(rand(4))) } ],
 	[ 3, 'copy', \&op_copy ],
 	[ 3, 'update key', \&op_update_key ],
+	[ 3, 'update keeping key', \&op_update_keep ],
 	[ 3, 'move', \&op_move ],
 	[ 3, 'delete', \&op_delete ],
 	[ 2, 'bulk', sub { op_bulk($_[0], 0) } ],
@@ -1485,7 +1504,7 @@ sub new_round
 		where => {},
 		gid => 100 * $round,
 	);
-	my $sql = "CREATE TABLE t (p int NOT NULL, k int) PARTITION BY RANGE (p);\n";
+	my $sql = "CREATE TABLE t (p int NOT NULL, k int, v int NOT NULL DEFAULT 0) PARTITION BY RANGE (p);\n";
 	for my $slot (0 .. $nparts - 1)
 	{
 		my ($lo, $hi) = slot_bounds($slot);
@@ -1493,6 +1512,7 @@ sub new_round
 		$M{parts}{$slot} = { exists => 1, attached => 1 };
 	}
 	$sql .= "CREATE UNIQUE INDEX t_k ON t USING gunique (k);\n";
+	$sql .= "CREATE INDEX t_v ON t (v);\n";
 	my $t = new_txn();
 	my @rows;
 	for my $k (1 .. $M{hot})

@@ -919,7 +919,7 @@ gunique_summary_build_group_filter(GuniqueSummary *group, Relation *leaves,
 		*tree_changed = gunique_tree_changed_here(index) ? 'y' : 'n';
 	if (*tree_changed == 'y')
 		return;
-	summary_build(group, leaves, n, NULL, true);
+	summary_build(group, leaves, n, NULL, n >= GUNIQUE_GROUP_TAG_MIN_LEAVES);
 }
 
 /*
@@ -1009,7 +1009,7 @@ gunique_summary_merge_begin(Relation topindex, Relation *leaves, bool *whole,
 	if (n < GUNIQUE_GROUP_FILTER_MIN_LEAVES)
 		summary_forget(RelationGetRelid(topindex));
 	else if (!(all ? summary_fill_begin(&merge->group, group, estimate, true,
-										true) :
+										n >= GUNIQUE_GROUP_TAG_MIN_LEAVES) :
 			   summary_extend_begin(&merge->group, group)))
 	{
 		/* a group filter that cannot take these keys must not stay */

@@ -26,6 +26,7 @@
  * keeping the group's filter up to date.
  */
 #define GUNIQUE_GROUP_FILTER_MIN_LEAVES 16
+#define GUNIQUE_GROUP_TAG_MIN_LEAVES	64	/* a group's filter tags keys */
 
 typedef struct SummaryTag
 {

@@ -220,6 +220,25 @@ if ($val{w2}) {
 	}
 }
 
+# gunique's btree searches of partitions per row of workload 2 ------------
+if ($val{w2searches}) {
+	my $v = $val{w2searches};
+	my %parts = map { %{ $v->{$_} } } keys %$v;
+	my @parts = sort { $a <=> $b } grep { /^\d+$/ } keys %parts;
+	p "### Workload 2: btree searches per row (gunique)\n\n";
+	p "Partitions whose btree gunique searched per row of the timed statement ",
+	  "(`gunique_stat_probes`, reset just before it; own partition included), median of the runs.\n\n";
+	p "| keys | ", join(' | ', @parts), " |\n";
+	p "|---|", join('', map { '---:|' } @parts), "\n";
+	for my $variant (sort { ($a =~ tr/-//) <=> ($b =~ tr/-//) || $a cmp $b } keys %$v) {
+		p "| $variant | ", join(' | ', map {
+			my $runs = $v->{$variant}{$_}{gunique};
+			$runs && @$runs ? sprintf('%.3f', median(@$runs)) : ''
+		} @parts), " |\n";
+	}
+	p "\n";
+}
+
 # Workloads 3 and 4: one row per contender, tps and latency ----------------
 sub pgbench_table
 {

@@ -53,6 +53,10 @@
 #     their keys, random or not, are those of the table).  Reported per row
 #     updated.
 #
+# For gunique, the btree searches of partitions per row of the timed
+# statement (gunique_stat_probes, reset just before it) are recorded too
+# (workload "w2searches").
+#
 # BENCH_W2_WARM=reinsert restores the warm-up of earlier rounds (6 of the
 # timed rows per partition inserted and rolled back, so that at 512
 # partitions 3,072 of the 5,000 timed keys had been inserted before): it
@@ -216,10 +220,16 @@ w2_point()
 			echo "$timed"
 			echo "ROLLBACK;"
 		fi
+		if [ "$c" = gunique ]; then echo "SELECT gunique_probe_stats_reset();"; fi
 	)
 	ms=$(echo "$timed" | timed_sql "$prelude")
 	us=$(perl -e 'printf "%.3f", $ARGV[0] * 1000 / $ARGV[1]' "$ms" "$W2_ROWS")
 	record w2 "$variant" "$parts" "$c" "$run" "$us" "us/row"
+	if [ "$c" = gunique ]; then
+		# btree searches of partitions per row of the timed statement
+		record w2searches "$variant" "$parts" gunique "$run" "$(sql_value \
+			"SELECT round(coalesce(sum(partitions_probed), 0)::numeric / $W2_ROWS, 4) FROM gunique_stat_probes")" "searches/row"
+	fi
 	log "w2 $variant partitions $parts $c run $run: $us µs/row ($ms ms for $W2_ROWS rows)"
 	{
 		drop_enforce_sql "$c" w2

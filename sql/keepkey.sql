@@ -33,7 +33,7 @@ LANGUAGE sql AS $$
 	FROM gunique_stat_probes WHERE partition::text LIKE 't\_%'
 $$;
 
--- Non-HOT UPDATEs that keep random keys: no partition searched.
+-- Non-HOT UPDATEs that keep random keys: own partition searched (the proof), no other.
 SELECT gunique_probe_stats_reset();
 UPDATE t SET v = v + 10000;
 SELECT * FROM probes();

@@ -646,6 +646,7 @@ gunique_probe_before_insert(GuniqueProbe *probe, Relation index,
 			 */
 			LWLockRelease(probe->keylock);
 			counts[GUNIQUE_STAT_UNPROBED] = 1;
+			counts[GUNIQUE_STAT_LEAVES_PROBED] = 1;	/* own leaf's, the proof */
 			gunique_stats_add(index, counts);
 			return;
 		}

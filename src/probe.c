@@ -439,23 +439,77 @@ probe_group(ProbeGroup *pg, GuniqueKeyImage *key, ProbeFinding *finding,
 	return conflict;
 }
 
+/* What a light group's probe found (probe_light). */
+typedef enum LightOutcome
+{
+	LIGHT_CLEAR,				/* the group's filter rules every leaf out */
+	LIGHT_WHOLE,				/* it cannot: make the group whole */
+	LIGHT_OPEN,					/* open the leaves of these tags first */
+	LIGHT_SEARCHED				/* the leaves of the key's tags were looked
+								 * at: see the conflict and the finding */
+} LightOutcome;
+
 /*
- * Under the key lock, for a light group (probescan.c): does the group's
- * filter rule the key out of every leaf?  If not, the caller makes the
- * group whole and probes again.
+ * Under the key lock, for a light group (probegroup.c): does the group's
+ * filter rule the key out of every leaf?  If not and the filter tags keys
+ * by leaf, look only in the leaves of the key's tags, if they are open
+ * (else *tags says which to open, without the key lock); the other leaves,
+ * which the tags rule out, stay unlocked (src/README, "Light probes").
  */
-static bool
-probe_light(ProbeGroup *pg, GuniqueKeyImage *key, uint64 *counts)
+static LightOutcome
+probe_light(ProbeGroup *pg, GuniqueKeyImage *key, ProbeFinding *finding,
+			Datum *values, bool *isnull, uint64 *counts, Oid *conflict,
+			uint64 *tags)
 {
 	GuniqueFilterKey fkey;
+	uint64		ref;
+	uint64		left;
+	int			walked = 0;
 
+	memset(finding, 0, sizeof(ProbeFinding));
+	*conflict = InvalidOid;
 	if (!key->hashed)
-		return false;
+		return LIGHT_WHOLE;
 	gunique_filter_key(&fkey, key->hash);
-	if (!probe_group_excludes(pg->group_summary, &fkey, pg->nleaves, counts))
-		return false;
+	if (probe_group_excludes(pg->group_summary, &fkey, pg->nleaves, counts))
+	{
+		counts[GUNIQUE_STAT_PROBES]++;
+		return LIGHT_CLEAR;
+	}
+	ref = gunique_summary_filter(pg->group_summary);
+	if (pg->nlight == 0 || !gunique_filter_tagged(ref))
+		return LIGHT_WHOLE;
+	*tags = gunique_filter_tags(ref, &fkey, pg->light_tags_present);
+	if ((*tags & ~pg->light_tags_open) != 0)
+		return LIGHT_OPEN;
 	counts[GUNIQUE_STAT_PROBES]++;
-	return true;
+	for (left = *tags; left != 0 && !OidIsValid(*conflict); left &= left - 1)
+	{
+		int			tag = pg_rightmost_one_pos64(left);
+
+		for (int i = pg->light_tag_first[tag];
+			 i >= 0 && !OidIsValid(*conflict); i = pg->light_tag_next[i])
+		{
+			ProbeScan  *ps = pg->light_scans[i];
+			GuniqueSummaryCopy copy;
+
+			walked++;
+			gunique_summary_copy(ps->summary, &copy);
+			if (gunique_summary_copy_outside(&copy, key))
+				counts[GUNIQUE_STAT_LEAVES_SKIPPED]++;
+			else if (gunique_filter_excludes(copy.filter, &fkey))
+				counts[GUNIQUE_STAT_LEAVES_FILTERED]++;
+			else
+			{
+				counts[GUNIQUE_STAT_LEAVES_PROBED]++;
+				*conflict = probe_leaf(ps, pg->nkeys, values, isnull,
+									   finding);
+			}
+		}
+	}
+	if (!OidIsValid(*conflict))
+		counts[GUNIQUE_STAT_LEAVES_FILTERED] += pg->nlight - walked;
+	return LIGHT_SEARCHED;
 }
 
 /*
@@ -650,18 +704,35 @@ gunique_probe_before_insert(GuniqueProbe *probe, Relation index,
 			gunique_stats_add(index, counts);
 			return;
 		}
-		if (pg->light)
-		{
-			if (probe_light(pg, &key, counts))
-				break;
-			LWLockRelease(probe->keylock);
-			(void) gunique_probegroup_whole(indexInfo, index, skip_self);
-			continue;
-		}
 		memcpy(saved, counts, sizeof(saved));
 		unready = NULL;
-		conflict = probe_group(pg, &key, &finding, values, isnull, counts,
-							   &unready);
+		if (pg->light)
+		{
+			uint64		tags = 0;
+			ProbeScanContext cxt;
+			LightOutcome outcome;
+
+			gunique_probescan_enter(pg->stmt, &cxt);
+			outcome = probe_light(pg, &key, &finding, values, isnull, counts,
+								  &conflict, &tags);
+			gunique_probescan_leave(&cxt);
+			if (outcome == LIGHT_CLEAR)
+				break;
+			if (outcome != LIGHT_SEARCHED)
+			{
+				LWLockRelease(probe->keylock);
+				memcpy(counts, saved, sizeof(saved));
+				if (outcome == LIGHT_OPEN)
+					gunique_probegroup_light_open(pg, tags);
+				else
+					(void) gunique_probegroup_whole(indexInfo, index,
+													skip_self);
+				continue;
+			}
+		}
+		else
+			conflict = probe_group(pg, &key, &finding, values, isnull,
+								   counts, &unready);
 		if (unready != NULL)
 		{
 			/* make the scan ready without the key lock, then look again */

@@ -23,6 +23,8 @@
 
 #include "access/genam.h"
 #include "catalog/pg_class.h"
+#include "port/pg_bitutils.h"
+#include "storage/lmgr.h"
 #include "utils/hsearch.h"
 #include "utils/memutils.h"
 
@@ -268,6 +270,68 @@ group_make_whole(ProbeGroup *pg, GuniqueLeaf *leaves, int nleaves, int self,
 }
 
 /*
+ * List a light group's leaves by their tag in the group's filter (filter.c),
+ * none of them opened yet.  "leaves" becomes the group's.
+ */
+static void
+group_light_tags(ProbeGroup *pg, GuniqueLeaf *leaves, int nleaves)
+{
+	pg->nlight = nleaves;
+	pg->light_leaves = leaves;
+	pg->light_scans = palloc0(sizeof(ProbeScan *) * nleaves);
+	pg->light_tag_next = palloc(sizeof(int) * nleaves);
+	for (int t = 0; t < GUNIQUE_FILTER_TAGS; t++)
+		pg->light_tag_first[t] = -1;
+	for (int i = nleaves - 1; i >= 0; i--)
+	{
+		int			tag = gunique_summary_leaf_tag(leaves[i].heapoid);
+
+		pg->light_tag_next[i] = pg->light_tag_first[tag];
+		pg->light_tag_first[tag] = i;
+		pg->light_tags_present |= UINT64CONST(1) << tag;
+	}
+}
+
+/*
+ * Lock and open the leaves of a light group that have one of "tags", for a
+ * key the group's filter could not rule out (src/README, "Light probes"):
+ * each index before its table, as the scope cache locks them.  Not under a
+ * key lock.  Locking may process invalidations: the caller gets its group
+ * again before it probes.
+ */
+void
+gunique_probegroup_light_open(ProbeGroup *pg, uint64 tags)
+{
+	tags &= ~pg->light_tags_open;
+	while (tags != 0)
+	{
+		int			tag = pg_rightmost_one_pos64(tags);
+
+		tags &= tags - 1;
+		for (int i = pg->light_tag_first[tag]; i >= 0;
+			 i = pg->light_tag_next[i])
+		{
+			GuniqueLeaf *leaf = &pg->light_leaves[i];
+			ProbeScanContext cxt;
+			ProbeScan  *ps;
+
+			if (pg->light_scans[i] != NULL)
+				continue;
+			LockRelationOid(leaf->indexoid, AccessShareLock);
+			LockRelationOid(leaf->heapoid, AccessShareLock);
+			gunique_probescan_enter(pg->stmt, &cxt);
+			ps = gunique_probescan_get(pg->stmt, leaf->heapoid,
+									   leaf->indexoid);
+			gunique_probescan_leave(&cxt);
+			gunique_probescan_prepare(pg->stmt, ps);
+			gunique_summary_prepare(ps->summary, ps->heap, ps->index);
+			pg->light_scans[i] = ps;
+		}
+		pg->light_tags_open |= UINT64CONST(1) << tag;
+	}
+}
+
+/*
  * Fill in a group from the scope: light if it can be (group_light_possible)
  * and "light_ok", else whole.  False if it was to be light but has no
  * group filter to stand in for the leaves.  Runs in the statement's memory.
@@ -294,6 +358,11 @@ group_fill(ProbeGroup *pg, Relation index, GuniqueScope *scope,
 		pg->group_summary = group_summary(place->group);
 		pg->light = pg->group_summary != NULL;
 		result = pg->light;
+		if (pg->light && nleaves >= GUNIQUE_GROUP_TAG_MIN_LEAVES)
+		{
+			group_light_tags(pg, leaves, nleaves);
+			leaves = NULL;		/* kept */
+		}
 	}
 	else if (pg->needed)
 		group_make_whole(pg, leaves, nleaves, self, place, generation);

@@ -11,6 +11,7 @@
 #include "nodes/execnodes.h"
 
 #include "probescan.h"
+#include "scope.h"
 #include "summary.h"
 
 /*
@@ -70,6 +71,19 @@ typedef struct ProbeGroup
 	char		tree_changed;	/* see gunique_summary_build_group_filter */
 	LeafSummaryCopies *copies;	/* with the group's filter in use, else NULL */
 
+	/*
+	 * A light group of GUNIQUE_GROUP_TAG_MIN_LEAVES leaves or more: its
+	 * leaves by their tag in the group's filter, each locked and opened
+	 * only when a key may have its tag (gunique_probegroup_light_open).
+	 */
+	int			nlight;			/* leaves listed, or 0 */
+	GuniqueLeaf *light_leaves;
+	ProbeScan **light_scans;	/* NULL until opened */
+	uint64		light_tags_present; /* bit t: some leaf has tag t */
+	uint64		light_tags_open;	/* bit t: every leaf of tag t is open */
+	int			light_tag_first[GUNIQUE_FILTER_TAGS];	/* or -1 */
+	int		   *light_tag_next; /* the next leaf of the same tag, or -1 */
+
 	/* The key, as in GuniqueScope. */
 	int			nkeys;
 	bool		nulls_not_distinct;
@@ -83,6 +97,7 @@ extern ProbeGroup *gunique_probegroup_for(IndexInfo *indexInfo,
 extern ProbeGroup *gunique_probegroup_whole(IndexInfo *indexInfo,
 											Relation index, bool skip_self);
 extern void gunique_probegroup_cleanup(IndexInfo *indexInfo);
+extern void gunique_probegroup_light_open(ProbeGroup *pg, uint64 tags);
 extern GuniqueKeyMap *gunique_probegroup_keymap(IndexInfo *indexInfo,
 												Relation index);
 extern LeafSummaryCopies *gunique_probegroup_copies(ProbeGroup *pg);

@@ -3,7 +3,9 @@
 -- DISTINCT are ruled out of the other partitions without searching their
 -- btrees, and keys equal under the index's equality (not only identical)
 -- are still found.
+SET client_min_messages = warning;
 CREATE EXTENSION IF NOT EXISTS gunique;
+RESET client_min_messages;
 
 -- Make a table of 20 partitions keyed by "keydef" (a column definition),
 -- with a gunique index on "indexdef", and 3,000 rows keyed by "gen" (an
@@ -114,5 +116,20 @@ SELECT sum(probes) AS probes,
   FROM gunique_stat_probes WHERE partition::text LIKE 'kr\_%';
 INSERT INTO kr VALUES (7500, 4000, 'e4000');	-- it is in kr_0
 DROP TABLE kr;
+-- Arrays and ranges (version 1.5): equal arrays, and ranges equal once
+-- canonical ('[7,8)' is '[7,7]') or by value ('[0.70,1.4)' is
+-- '[0.7,1.40)'), are found; money has no hash function, so money[] keys
+-- go without filters (searched, never wrongly ruled out).
+SELECT * FROM keytype_check('k int[]', $$ARRAY[i, i + 1]$$, $$ARRAY[7, 8]$$);
+SELECT * FROM keytype_check('k text[]', $$ARRAY['a' || i, NULL]$$,
+							$$ARRAY['a7', NULL]$$);
+SELECT * FROM keytype_check('k int4range', $$int4range(i, i + 1)$$,
+							$$'[7,7]'::int4range$$);
+SELECT * FROM keytype_check('k numrange', $$numrange(i / 10.0, i / 5.0)$$,
+							$$numrange(0.70, 1.4)$$);
+SELECT few_searched = false AS searched, duplicate_refused
+  FROM keytype_check('k money[]', $$ARRAY[i::money]$$, $$ARRAY[7::money]$$);
+DROP TABLE kt;
 DROP FUNCTION keytype_check(text, text, text, text);
 DROP TYPE keytype_enum;
+

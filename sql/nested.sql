@@ -1,7 +1,9 @@
 -- Statements nested in statements: a trigger's INSERT into a gunique tree
 -- has its own probe state and leaves the outer statement's alone, and one
 -- that fails inside an exception block takes only its own with it.
+SET client_min_messages = warning;
 CREATE EXTENSION IF NOT EXISTS gunique;
+RESET client_min_messages;
 
 CREATE TABLE outer_t (id int, part int) PARTITION BY LIST (part);
 CREATE TABLE outer_t0 PARTITION OF outer_t FOR VALUES IN (0);

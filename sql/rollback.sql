@@ -3,7 +3,9 @@
 -- the rollback brings back (DETACH, DROP, TRUNCATE; ROLLBACK and ROLLBACK
 -- TO SAVEPOINT).  Enough new keys to outgrow the group's filter, so that
 -- an insert wants it rebuilt, inside the transaction.
+SET client_min_messages = warning;
 CREATE EXTENSION IF NOT EXISTS gunique;
+RESET client_min_messages;
 CREATE TABLE rb (p int NOT NULL, k int) PARTITION BY RANGE (p);
 SELECT format('CREATE TABLE rb_%s PARTITION OF rb FOR VALUES FROM (%s) TO (%s)',
 			  i, i * 1000, (i + 1) * 1000)

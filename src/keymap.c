@@ -39,6 +39,7 @@
 #include "utils/catcache.h"
 #include "utils/lsyscache.h"
 #include "utils/syscache.h"
+#include "utils/typcache.h"
 #include "utils/uuid.h"
 
 #include "keymap.h"
@@ -156,6 +157,29 @@ keymap_hash_proc(Oid eqop)
 }
 
 /*
+ * Can the hash functions of a column of this type hash every value?  An
+ * array's, a range's or a composite's hash their elements (subtype,
+ * fields) with theirs, and fail at run time if one has none (money[], a
+ * range over a type without hashing): the type cache knows, as it does
+ * for hash joins.  The key locks' hash (scope.c) asks too.
+ */
+bool
+gunique_keymap_hashable_type(Oid typid)
+{
+	char		typtype = get_typtype(getBaseType(typid));
+	TypeCacheEntry *entry;
+
+	if (typtype != TYPTYPE_RANGE && typtype != TYPTYPE_MULTIRANGE &&
+		typtype != TYPTYPE_COMPOSITE &&
+		!OidIsValid(get_element_type(getBaseType(typid))))
+		return true;
+	entry = lookup_type_cache(typid, TYPECACHE_HASH_PROC |
+							  TYPECACHE_HASH_EXTENDED_PROC);
+	return OidIsValid(entry->hash_proc) &&
+		OidIsValid(entry->hash_extended_proc);
+}
+
+/*
  * Work out how the index's keys are mapped, with the hash functions'
  * lookup data in "cxt".  Reads the catalogs: not under a key lock.
  */
@@ -178,7 +202,9 @@ gunique_keymap_make(GuniqueKeyMap *map, Relation index, MemoryContext cxt)
 		Oid			proc = OidIsValid(eqop) ? keymap_hash_proc(eqop) :
 			InvalidOid;
 
-		map->hashed = OidIsValid(proc);
+		map->hashed = OidIsValid(proc) &&
+			gunique_keymap_hashable_type(TupleDescAttr(RelationGetDescr(index),
+													   i)->atttypid);
 		if (map->hashed)
 		{
 			map->collation[i] = index->rd_indcollation[i];

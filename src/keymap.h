@@ -40,6 +40,7 @@ typedef struct GuniqueKeyImage
 	uint64		hash;
 } GuniqueKeyImage;
 
+extern bool gunique_keymap_hashable_type(Oid typid);
 extern void gunique_keymap_make(GuniqueKeyMap *map, Relation index,
 								MemoryContext cxt);
 extern void gunique_keymap_image(GuniqueKeyImage *image, GuniqueKeyMap *map,

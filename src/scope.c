@@ -67,6 +67,7 @@
 #include "utils/syscache.h"
 
 #include "compat.h"
+#include "keymap.h"
 #include "scope.h"
 
 typedef struct LeafEntry
@@ -601,7 +602,9 @@ scope_fill_key(GuniqueScope *scope, Relation index, MemoryContext cxt)
 		 * has no hash function contributes nothing to the hash.
 		 */
 		scope->hashable[i] = get_op_hash_functions(eqop, &lhs_hash, &rhs_hash) &&
-			OidIsValid(lhs_hash);
+			OidIsValid(lhs_hash) &&
+			gunique_keymap_hashable_type(TupleDescAttr(RelationGetDescr(index),
+													   i)->atttypid);
 		if (scope->hashable[i])
 			fmgr_info_cxt(lhs_hash, &scope->hashfn[i], cxt);
 	}

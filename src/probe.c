@@ -107,6 +107,22 @@ key_hash(ProbeGroup *pg, Datum *values, bool *isnull)
 }
 
 /*
+ * The hash the key lock is picked by: equal keys, equal hashes.  A key the
+ * key map hashed (keymap.c, with each column's hash consistent with its
+ * equality) reuses that hash; every inserter into the tree maps keys alike,
+ * so equal keys never take different locks.  Otherwise each hashable
+ * column's own hash function.
+ */
+static uint32
+probe_lock_hash(ProbeGroup *pg, GuniqueKeyImage *key, Datum *values,
+				bool *isnull)
+{
+	if (key->hashed)
+		return (uint32) (key->hash ^ (key->hash >> 32));
+	return key_hash(pg, values, isnull);
+}
+
+/*
  * A duplicate in the inserter's own partition reads exactly as nbtree's
  * report; one in another partition names that partition.  The key and the
  * partition are shown only as PostgreSQL shows a key (by
@@ -689,7 +705,8 @@ gunique_probe_before_insert(GuniqueProbe *probe, Relation index,
 		gunique_keymap_image(&key, pg->keymap, values, isnull);
 		own = probe_own_scan(pg, index, heap, indexUnchanged);
 		probe->keylock = gunique_keylock_for(pg->topindex,
-											 key_hash(pg, values, isnull));
+											 probe_lock_hash(pg, &key, values,
+															 isnull));
 
 		LWLockAcquire(probe->keylock, LW_EXCLUSIVE);
 		if (probe_keeps_key(pg, own, values, isnull, heap_tid))

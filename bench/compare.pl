@@ -128,3 +128,12 @@ if (grep { $_->{w2} } @r) {
 	}
 	print "\n";
 }
+
+# Workload 3: tps, where higher is better: gunique's over local's.
+if (grep { $_->{w3a} || $_->{w3b} } @r) {
+	print "### Workload 3 (tps, gunique's divided by local's: higher is better)\n\n";
+	header('step');
+	rows('w3a', '-', ['tps']);
+	rows('w3b', $_, ['tps']) for qw(hash list);
+	print "\n";
+}

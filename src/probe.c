@@ -517,6 +517,10 @@ probe_light(ProbeGroup *pg, GuniqueKeyImage *key, ProbeFinding *finding,
 				counts[GUNIQUE_STAT_LEAVES_FILTERED]++;
 			else
 			{
+				if (ps->summary != NULL &&
+					gunique_summary_searched(ps->summary, ps->index,
+											 &ps->filter_after))
+					pg->filters_wanted = true;
 				counts[GUNIQUE_STAT_LEAVES_PROBED]++;
 				*conflict = probe_leaf(ps, pg->nkeys, values, isnull,
 									   finding);
@@ -605,6 +609,16 @@ build_filters(ProbeGroup *pg, Relation index, int cover)
 				gunique_summary_build_filter(pg->summaries[i],
 											 pg->targets[i]->index,
 											 pg->group_summary);
+		/* a light group's leaves opened for their tags */
+		for (int i = 0; i < pg->nlight; i++)
+		{
+			ProbeScan  *ps = pg->light_scans[i];
+
+			if (ps != NULL && ps->summary != NULL &&
+				gunique_summary_filter_due(ps->summary, ps->filter_after))
+				gunique_summary_build_filter(ps->summary, ps->index,
+											 pg->group_summary);
+		}
 	}
 	if (cover & GUNIQUE_COVER_LEAF_FULL)
 		gunique_summary_build_filter(pg->own_summary, index,

@@ -158,16 +158,37 @@ filter_tag_block(uint64 ref, uint64 hash)
 
 /*
  * The bits a key and a tag set in the key's tag block: GUNIQUE_FILTER_TAG_BITS
- * positions of the block's 512, from a hash of both.
+ * positions of the block's 512, by double hashing: the i-th is a_i + tag *
+ * b_i (mod 512), with a_i and b_i (odd) from the key's hash, so that a probe
+ * works out every tag's positions with additions, and two tags of one key
+ * never share a position.
  */
+typedef struct FilterTagBase
+{
+	int			a[GUNIQUE_FILTER_TAG_BITS];
+	int			b[GUNIQUE_FILTER_TAG_BITS];
+} FilterTagBase;
+
+static inline void
+filter_tag_base(uint64 hash, FilterTagBase *base)
+{
+	uint64		h = gunique_mix64(hash ^ UINT64CONST(0xc2b2ae3d27d4eb4f));
+
+	for (int i = 0; i < GUNIQUE_FILTER_TAG_BITS; i++)
+	{
+		base->a[i] = (int) ((h >> (9 * i)) & 511);
+		base->b[i] = (int) ((h >> (36 + 7 * i)) & 127) * 2 + 1;
+	}
+}
+
 static inline void
 filter_tag_positions(uint64 hash, int tag, int *pos)
 {
-	uint64		h = gunique_mix64(hash ^
-								  ((uint64) (tag + 1) * UINT64CONST(0xc2b2ae3d27d4eb4f)));
+	FilterTagBase base;
 
+	filter_tag_base(hash, &base);
 	for (int i = 0; i < GUNIQUE_FILTER_TAG_BITS; i++)
-		pos[i] = (int) ((h >> (9 * i)) & 511);
+		pos[i] = (base.a[i] + tag * base.b[i]) & 511;
 }
 
 static void
@@ -292,6 +313,7 @@ gunique_filter_tags(uint64 ref, GuniqueFilterKey *fkey, uint64 candidates)
 	pg_atomic_uint64 *block;
 	uint64		words[FILTER_BLOCK_WORDS];
 	uint64		result = 0;
+	FilterTagBase base;
 
 	if (ref == 0 || !(ref & FILTER_REF_TAGGED) || !gunique_key_filters ||
 		pg_atomic_read_u32(&filter_at(ref)->h.tags_lost) != 0)
@@ -299,16 +321,19 @@ gunique_filter_tags(uint64 ref, GuniqueFilterKey *fkey, uint64 candidates)
 	block = filter_tag_block(ref, fkey->hash);
 	for (int i = 0; i < FILTER_BLOCK_WORDS; i++)
 		words[i] = pg_atomic_read_u64(&block[i]);
+	filter_tag_base(fkey->hash, &base);
 	while (candidates != 0)
 	{
 		int			tag = pg_rightmost_one_pos64(candidates);
-		int			pos[GUNIQUE_FILTER_TAG_BITS];
 		bool		all = true;
 
 		candidates &= candidates - 1;
-		filter_tag_positions(fkey->hash, tag, pos);
 		for (int i = 0; i < GUNIQUE_FILTER_TAG_BITS && all; i++)
-			all = (words[pos[i] >> 6] >> (pos[i] & 63)) & 1;
+		{
+			int			pos = (base.a[i] + tag * base.b[i]) & 511;
+
+			all = (words[pos >> 6] >> (pos & 63)) & 1;
+		}
 		if (all)
 			result |= UINT64CONST(1) << tag;
 	}

@@ -337,6 +337,11 @@ probe_group_tags(ProbeGroup *pg, LeafSummaryCopies *copies, uint64 tags,
 	Oid			conflict = InvalidOid;
 	int			walked = 0;
 
+	/* start loading every filter to be read, so the misses overlap */
+	for (uint64 left = tags; left != 0; left &= left - 1)
+		for (int i = copies->tag_first[pg_rightmost_one_pos64(left)]; i >= 0;
+			 i = copies->tag_next[i])
+			probe_copy_prefetch(&copies->leaves[i], key, fkey);
 	while (tags != 0 && !OidIsValid(conflict) && *unready == NULL)
 	{
 		int			tag = pg_rightmost_one_pos64(tags);
@@ -499,6 +504,24 @@ probe_light(ProbeGroup *pg, GuniqueKeyImage *key, ProbeFinding *finding,
 	if ((*tags & ~pg->light_tags_open) != 0)
 		return LIGHT_OPEN;
 	counts[GUNIQUE_STAT_PROBES]++;
+
+	/*
+	 * Copy the leaves' summaries first and start loading their filters, so
+	 * that the cache misses of a dozen leaves overlap; then check them.
+	 */
+	for (left = *tags; left != 0; left &= left - 1)
+		for (int i = pg->light_tag_first[pg_rightmost_one_pos64(left)];
+			 i >= 0; i = pg->light_tag_next[i])
+			if (pg->light_scans[i]->summary != NULL)
+				gunique_prefetch(pg->light_scans[i]->summary);
+	for (left = *tags; left != 0; left &= left - 1)
+		for (int i = pg->light_tag_first[pg_rightmost_one_pos64(left)];
+			 i >= 0; i = pg->light_tag_next[i])
+		{
+			gunique_summary_copy(pg->light_scans[i]->summary,
+								 &pg->light_copies[i]);
+			probe_copy_prefetch(&pg->light_copies[i], key, &fkey);
+		}
 	for (left = *tags; left != 0 && !OidIsValid(*conflict); left &= left - 1)
 	{
 		int			tag = pg_rightmost_one_pos64(left);
@@ -507,10 +530,9 @@ probe_light(ProbeGroup *pg, GuniqueKeyImage *key, ProbeFinding *finding,
 			 i >= 0 && !OidIsValid(*conflict); i = pg->light_tag_next[i])
 		{
 			ProbeScan  *ps = pg->light_scans[i];
-			GuniqueSummaryCopy copy;
+			GuniqueSummaryCopy copy = pg->light_copies[i];
 
 			walked++;
-			gunique_summary_copy(ps->summary, &copy);
 			if (gunique_summary_copy_outside(&copy, key))
 				counts[GUNIQUE_STAT_LEAVES_SKIPPED]++;
 			else if (gunique_filter_excludes(copy.filter, &fkey))

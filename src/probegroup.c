@@ -279,6 +279,7 @@ group_light_tags(ProbeGroup *pg, GuniqueLeaf *leaves, int nleaves)
 	pg->nlight = nleaves;
 	pg->light_leaves = leaves;
 	pg->light_scans = palloc0(sizeof(ProbeScan *) * nleaves);
+	pg->light_copies = palloc(sizeof(GuniqueSummaryCopy) * nleaves);
 	pg->light_tag_next = palloc(sizeof(int) * nleaves);
 	for (int t = 0; t < GUNIQUE_FILTER_TAGS; t++)
 		pg->light_tag_first[t] = -1;

@@ -79,6 +79,9 @@ typedef struct ProbeGroup
 	int			nlight;			/* leaves listed, or 0 */
 	GuniqueLeaf *light_leaves;
 	ProbeScan **light_scans;	/* NULL until opened */
+	GuniqueSummaryCopy *light_copies;	/* a probe's copies of their
+										 * summaries, taken under its key
+										 * lock */
 	uint64		light_tags_present; /* bit t: some leaf has tag t */
 	uint64		light_tags_open;	/* bit t: every leaf of tag t is open */
 	int			light_tag_first[GUNIQUE_FILTER_TAGS];	/* or -1 */

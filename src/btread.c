@@ -170,15 +170,17 @@ bt_first_candidate(Relation index, BTScanInsert key, Page page)
  * *past_key at the first greater one.  True if a visit stopped the search.
  */
 static bool
-bt_visit_page(Relation index, BTScanInsert key, Page page, OffsetNumber off,
+bt_visit_page(Relation index, BTScanInsert key, Buffer buf, OffsetNumber off,
 			  GuniqueBtVisit visit, void *arg, bool *past_key)
 {
+	Page		page = BufferGetPage(buf);
 	OffsetNumber maxoff = PageGetMaxOffsetNumber(page);
 
 	for (; off <= maxoff; off++)
 	{
 		ItemId		iid = PageGetItemId(page, off);
 		IndexTuple	itup;
+		bool		alldead = true;
 
 		if (_bt_compare(index, key, page, off) != 0)
 		{
@@ -189,8 +191,20 @@ bt_visit_page(Relation index, BTScanInsert key, Page page, OffsetNumber off,
 			continue;			/* known dead to everyone */
 		itup = (IndexTuple) PageGetItem(page, iid);
 		for (int i = 0; i < gunique_bt_tuple_ntids(itup); i++)
-			if (visit(arg, gunique_bt_tuple_tid(itup, i)))
+		{
+			bool		dead = false;
+
+			if (visit(arg, gunique_bt_tuple_tid(itup, i), &dead))
 				return true;
+			alldead = alldead && dead;
+		}
+		/* a hint, set under a share lock as _bt_killitems sets it */
+		if (alldead)
+		{
+			ItemIdMarkDead(iid);
+			BTPageGetOpaque(page)->btpo_flags |= BTP_HAS_GARBAGE;
+			MarkBufferDirtyHint(buf, true);
+		}
 	}
 	return false;
 }
@@ -226,7 +240,7 @@ gunique_bt_search_equal(Relation index, Relation heap, BTScanInsert key,
 	off = bt_first_candidate(index, key, page);
 	for (;;)
 	{
-		stopped = bt_visit_page(index, key, page, off, visit, arg, &past_key);
+		stopped = bt_visit_page(index, key, buf, off, visit, arg, &past_key);
 		opaque = BTPageGetOpaque(page);
 		if (stopped || past_key || P_RIGHTMOST(opaque) ||
 			_bt_compare(index, key, page, P_HIKEY) != 0)

@@ -32,9 +32,12 @@ typedef struct GuniqueBtReader
 
 /*
  * Called for each heap TID of an entry equal to the key searched for; true
- * stops the search.
+ * stops the search.  Setting *dead says that the TID's rows are dead to
+ * everyone: an entry whose TIDs all are is marked LP_DEAD, as an index
+ * scan marks it, and nbtree's own check of the insert that follows skips
+ * it.
  */
-typedef bool (*GuniqueBtVisit) (void *arg, ItemPointer tid);
+typedef bool (*GuniqueBtVisit) (void *arg, ItemPointer tid, bool *dead);
 
 extern BTScanInsert gunique_bt_search_key(Relation index);
 extern void gunique_bt_set_search_key(BTScanInsert key, Relation index,

@@ -70,7 +70,7 @@ updated_into(TupleTableSlot *slot, ItemPointer newtid)
  * member of which has the entry's key) for the old version of the row.
  */
 static bool
-keepkey_visit(void *arg, ItemPointer htid)
+keepkey_visit(void *arg, ItemPointer htid, bool *dead)
 {
 	KeepKeyVisit *visit = (KeepKeyVisit *) arg;
 	ProbeScan  *own = visit->own;

@@ -175,7 +175,7 @@ typedef struct ProbeVisit
  * progress that inserted or deleted it.
  */
 static bool
-probe_tid(void *arg, ItemPointer htid)
+probe_tid(void *arg, ItemPointer htid, bool *dead)
 {
 	ProbeVisit *visit = (ProbeVisit *) arg;
 	ProbeScan  *ps = visit->ps;
@@ -187,7 +187,10 @@ probe_tid(void *arg, ItemPointer htid)
 
 	if (!table_index_fetch_tuple(ps->fetch, &tid, &ps->dirty, ps->slot,
 								 &call_again, &all_dead))
+	{
+		*dead = all_dead;
 		return false;
+	}
 	xwait = TransactionIdIsValid(ps->dirty.xmin) ?
 		ps->dirty.xmin : ps->dirty.xmax;
 	if (!TransactionIdIsValid(xwait))

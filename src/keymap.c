@@ -33,6 +33,7 @@
 #include "access/stratnum.h"
 #include "catalog/pg_am.h"
 #include "catalog/pg_amop.h"
+#include "catalog/pg_index.h"
 #include "catalog/pg_opclass.h"
 #include "catalog/pg_type.h"
 #include "commands/defrem.h"
@@ -72,6 +73,31 @@ keymap_type_supported(Oid typid)
  * that column is ordered by the default gunique operator class of a
  * supported type.  InvalidOid otherwise.
  */
+/* The operator class of the index's first column (relcache copy of pg_index). */
+static Oid
+keymap_first_opclass(Relation index)
+{
+	bool		isnull;
+	Datum		d = SysCacheGetAttr(INDEXRELID, index->rd_indextuple,
+									Anum_pg_index_indclass, &isnull);
+
+	return isnull ? InvalidOid : ((oidvector *) DatumGetPointer(d))->values[0];
+}
+
+/* Is the operator class its input type's default for its access method? */
+static bool
+keymap_opclass_default(Oid opclass)
+{
+	HeapTuple	tuple = SearchSysCache1(CLAOID, ObjectIdGetDatum(opclass));
+	bool		result;
+
+	if (!HeapTupleIsValid(tuple))
+		return false;
+	result = ((Form_pg_opclass) GETSTRUCT(tuple))->opcdefault;
+	ReleaseSysCache(tuple);
+	return result;
+}
+
 static Oid
 keymap_range_type(Relation index)
 {
@@ -81,8 +107,14 @@ keymap_range_type(Relation index)
 	typid = TupleDescAttr(RelationGetDescr(index), 0)->atttypid;
 	if (!keymap_type_supported(typid) || index->rd_opcintype[0] != typid)
 		return InvalidOid;
-	opclass = GetDefaultOpClass(typid, index->rd_rel->relam);
-	if (!OidIsValid(opclass) ||
+
+	/*
+	 * The column's operator class must be the type's default one (gunique's
+	 * own, ordered as the image orders): asked of the syscache, since this
+	 * runs for every leaf a statement inserts into.
+	 */
+	opclass = keymap_first_opclass(index);
+	if (!keymap_opclass_default(opclass) ||
 		get_opclass_family(opclass) != index->rd_opfamily[0])
 		return InvalidOid;
 	return typid;

@@ -501,10 +501,10 @@ probe_light(ProbeGroup *pg, GuniqueKeyImage *key, ProbeFinding *finding,
 		return LIGHT_CLEAR;
 	}
 	ref = gunique_summary_filter(pg->group_summary);
-	if (pg->nlight == 0 || !gunique_filter_tagged(ref))
+	if (pg->ll == NULL || !gunique_filter_tagged(ref))
 		return LIGHT_WHOLE;
-	*tags = gunique_filter_tags(ref, &fkey, pg->light_tags_present);
-	if ((*tags & ~pg->light_tags_open) != 0)
+	*tags = gunique_filter_tags(ref, &fkey, pg->ll->tags_present);
+	if ((*tags & ~pg->ll->tags_open) != 0)
 		return LIGHT_OPEN;
 	counts[GUNIQUE_STAT_PROBES]++;
 
@@ -513,27 +513,27 @@ probe_light(ProbeGroup *pg, GuniqueKeyImage *key, ProbeFinding *finding,
 	 * that the cache misses of a dozen leaves overlap; then check them.
 	 */
 	for (left = *tags; left != 0; left &= left - 1)
-		for (int i = pg->light_tag_first[pg_rightmost_one_pos64(left)];
-			 i >= 0; i = pg->light_tag_next[i])
-			if (pg->light_scans[i]->summary != NULL)
-				gunique_prefetch(pg->light_scans[i]->summary);
+		for (int i = pg->ll->tag_first[pg_rightmost_one_pos64(left)];
+			 i >= 0; i = pg->ll->tag_next[i])
+			if (pg->ll->scans[i]->summary != NULL)
+				gunique_prefetch(pg->ll->scans[i]->summary);
 	for (left = *tags; left != 0; left &= left - 1)
-		for (int i = pg->light_tag_first[pg_rightmost_one_pos64(left)];
-			 i >= 0; i = pg->light_tag_next[i])
+		for (int i = pg->ll->tag_first[pg_rightmost_one_pos64(left)];
+			 i >= 0; i = pg->ll->tag_next[i])
 		{
-			gunique_summary_copy(pg->light_scans[i]->summary,
-								 &pg->light_copies[i]);
-			probe_copy_prefetch(&pg->light_copies[i], key, &fkey);
+			gunique_summary_copy(pg->ll->scans[i]->summary,
+								 &pg->ll->copies[i]);
+			probe_copy_prefetch(&pg->ll->copies[i], key, &fkey);
 		}
 	for (left = *tags; left != 0 && !OidIsValid(*conflict); left &= left - 1)
 	{
 		int			tag = pg_rightmost_one_pos64(left);
 
-		for (int i = pg->light_tag_first[tag];
-			 i >= 0 && !OidIsValid(*conflict); i = pg->light_tag_next[i])
+		for (int i = pg->ll->tag_first[tag];
+			 i >= 0 && !OidIsValid(*conflict); i = pg->ll->tag_next[i])
 		{
-			ProbeScan  *ps = pg->light_scans[i];
-			GuniqueSummaryCopy copy = pg->light_copies[i];
+			ProbeScan  *ps = pg->ll->scans[i];
+			GuniqueSummaryCopy copy = pg->ll->copies[i];
 
 			walked++;
 			if (gunique_summary_copy_outside(&copy, key))
@@ -553,7 +553,7 @@ probe_light(ProbeGroup *pg, GuniqueKeyImage *key, ProbeFinding *finding,
 		}
 	}
 	if (!OidIsValid(*conflict))
-		counts[GUNIQUE_STAT_LEAVES_FILTERED] += pg->nlight - walked;
+		counts[GUNIQUE_STAT_LEAVES_FILTERED] += pg->ll->n - walked;
 	return LIGHT_SEARCHED;
 }
 
@@ -635,9 +635,9 @@ build_filters(ProbeGroup *pg, Relation index, int cover)
 											 pg->targets[i]->index,
 											 pg->group_summary);
 		/* a light group's leaves opened for their tags */
-		for (int i = 0; i < pg->nlight; i++)
+		for (int i = 0; pg->ll != NULL && i < pg->ll->n; i++)
 		{
-			ProbeScan  *ps = pg->light_scans[i];
+			ProbeScan  *ps = pg->ll->scans[i];
 
 			if (ps != NULL && ps->summary != NULL &&
 				gunique_summary_filter_due(ps->summary, ps->filter_after))

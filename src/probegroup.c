@@ -49,7 +49,8 @@ typedef struct InsertCache
 typedef struct GroupOwner
 {
 	Oid			group;			/* hash key */
-	ProbeGroup *pg;
+	ProbeGroup *pg;				/* a whole group's targets, or NULL */
+	LightLeaves *ll;			/* a light group's leaves by tag, or NULL */
 } GroupOwner;
 
 /* Copy the tree's key description into the group. */
@@ -155,7 +156,7 @@ group_share(ProbeGroup *pg, int self, uint64 generation)
 							 NULL)) == NULL)
 		return false;
 	from = owner->pg;
-	if (from->scope_generation != generation || from->skip_self ||
+	if (from == NULL || from->scope_generation != generation || from->skip_self ||
 		!from->needed || from->light)
 		return false;
 	pg->ntargets = from->ntargets;
@@ -168,25 +169,40 @@ group_share(ProbeGroup *pg, int self, uint64 generation)
 	return true;
 }
 
+/* The statement's entry for a group, made on first use. */
+static GroupOwner *
+group_owner_entry(ProbeStatement *stmt, Oid group)
+{
+	GroupOwner *owner;
+	bool		found;
+
+	if (stmt->group_owners == NULL)
+	{
+		HASHCTL		ctl;
+
+		ctl.keysize = sizeof(Oid);
+		ctl.entrysize = sizeof(GroupOwner);
+		ctl.hcxt = stmt->cxt;
+		stmt->group_owners = hash_create("gunique group owners", 16,
+										 &ctl, HASH_ELEM | HASH_BLOBS |
+										 HASH_CONTEXT);
+	}
+	owner = hash_search(stmt->group_owners, &group, HASH_ENTER, &found);
+	if (!found)
+	{
+		owner->pg = NULL;
+		owner->ll = NULL;
+	}
+	return owner;
+}
+
 /* Let later leaves of the group share this one's targets. */
 static void
 group_own(ProbeGroup *pg)
 {
 	GroupOwner *owner;
 
-	if (pg->stmt->group_owners == NULL)
-	{
-		HASHCTL		ctl;
-
-		ctl.keysize = sizeof(Oid);
-		ctl.entrysize = sizeof(GroupOwner);
-		ctl.hcxt = pg->stmt->cxt;
-		pg->stmt->group_owners = hash_create("gunique group owners", 16,
-											 &ctl, HASH_ELEM | HASH_BLOBS |
-											 HASH_CONTEXT);
-	}
-	owner = hash_search(pg->stmt->group_owners, &pg->group, HASH_ENTER,
-						NULL);
+	owner = group_owner_entry(pg->stmt, pg->group);
 	owner->pg = pg;
 }
 
@@ -270,27 +286,52 @@ group_make_whole(ProbeGroup *pg, GuniqueLeaf *leaves, int nleaves, int self,
 }
 
 /*
- * List a light group's leaves by their tag in the group's filter (filter.c),
- * none of them opened yet.  "leaves" becomes the group's.
+ * The statement's list of a light group's leaves by tag, shared by its
+ * light groups of every leaf of the group: made from "leaves" (which it
+ * keeps) if there is none for this scope yet.
  */
-static void
-group_light_tags(ProbeGroup *pg, GuniqueLeaf *leaves, int nleaves)
+static LightLeaves *
+group_light_leaves(ProbeStatement *stmt, Oid group, GuniqueLeaf *leaves,
+				   int nleaves, uint64 generation)
 {
-	pg->nlight = nleaves;
-	pg->light_leaves = leaves;
-	pg->light_scans = palloc0(sizeof(ProbeScan *) * nleaves);
-	pg->light_copies = palloc(sizeof(GuniqueSummaryCopy) * nleaves);
-	pg->light_tag_next = palloc(sizeof(int) * nleaves);
+	GroupOwner *owner = group_owner_entry(stmt, group);
+	LightLeaves *ll = owner->ll;
+
+	if (ll != NULL && ll->generation == generation)
+		return ll;
+	ll = palloc0(sizeof(LightLeaves));
+	ll->generation = generation;
+	ll->n = nleaves;
+	ll->leaves = leaves;
+	ll->scans = palloc0(sizeof(ProbeScan *) * nleaves);
+	ll->copies = palloc(sizeof(GuniqueSummaryCopy) * nleaves);
+	ll->tag_next = palloc(sizeof(int) * nleaves);
 	for (int t = 0; t < GUNIQUE_FILTER_TAGS; t++)
-		pg->light_tag_first[t] = -1;
+		ll->tag_first[t] = -1;
 	for (int i = nleaves - 1; i >= 0; i--)
 	{
 		int			tag = gunique_summary_leaf_tag(leaves[i].heapoid);
 
-		pg->light_tag_next[i] = pg->light_tag_first[tag];
-		pg->light_tag_first[tag] = i;
-		pg->light_tags_present |= UINT64CONST(1) << tag;
+		ll->tag_next[i] = ll->tag_first[tag];
+		ll->tag_first[tag] = i;
+		ll->tags_present |= UINT64CONST(1) << tag;
 	}
+	owner->ll = ll;
+	return ll;
+}
+
+/* The statement's list for this scope, if one was made. */
+static LightLeaves *
+group_light_shared(ProbeStatement *stmt, Oid group, uint64 generation)
+{
+	GroupOwner *owner;
+
+	if (stmt->group_owners == NULL ||
+		(owner = hash_search(stmt->group_owners, &group, HASH_FIND,
+							 NULL)) == NULL ||
+		owner->ll == NULL || owner->ll->generation != generation)
+		return NULL;
+	return owner->ll;
 }
 
 /*
@@ -303,20 +344,21 @@ group_light_tags(ProbeGroup *pg, GuniqueLeaf *leaves, int nleaves)
 void
 gunique_probegroup_light_open(ProbeGroup *pg, uint64 tags)
 {
-	tags &= ~pg->light_tags_open;
+	LightLeaves *ll = pg->ll;
+
+	tags &= ~ll->tags_open;
 	while (tags != 0)
 	{
 		int			tag = pg_rightmost_one_pos64(tags);
 
 		tags &= tags - 1;
-		for (int i = pg->light_tag_first[tag]; i >= 0;
-			 i = pg->light_tag_next[i])
+		for (int i = ll->tag_first[tag]; i >= 0; i = ll->tag_next[i])
 		{
-			GuniqueLeaf *leaf = &pg->light_leaves[i];
+			GuniqueLeaf *leaf = &ll->leaves[i];
 			ProbeScanContext cxt;
 			ProbeScan  *ps;
 
-			if (pg->light_scans[i] != NULL)
+			if (ll->scans[i] != NULL)
 				continue;
 			LockRelationOid(leaf->indexoid, AccessShareLock);
 			LockRelationOid(leaf->heapoid, AccessShareLock);
@@ -326,9 +368,9 @@ gunique_probegroup_light_open(ProbeGroup *pg, uint64 tags)
 			gunique_probescan_leave(&cxt);
 			gunique_probescan_prepare(pg->stmt, ps);
 			gunique_summary_prepare(ps->summary, ps->heap, ps->index);
-			pg->light_scans[i] = ps;
+			ll->scans[i] = ps;
 		}
-		pg->light_tags_open |= UINT64CONST(1) << tag;
+		ll->tags_open |= UINT64CONST(1) << tag;
 	}
 }
 
@@ -348,9 +390,12 @@ group_fill(ProbeGroup *pg, Relation index, GuniqueScope *scope,
 
 	/*
 	 * Copy what the scope says before anything that may process
-	 * invalidations (opening a relation, a catalog lookup) flushes it.
+	 * invalidations (opening a relation, a catalog lookup) flushes it; a
+	 * light group of many leaves shares the statement's list of them.
 	 */
-	if (pg->needed)
+	if (pg->needed && light && place->count >= GUNIQUE_GROUP_TAG_MIN_LEAVES)
+		pg->ll = group_light_shared(pg->stmt, place->group, generation);
+	if (pg->needed && pg->ll == NULL)
 		leaves = group_leaves(scope, place, pg->skip_self, &nleaves, &self);
 
 	pg->own_summary = gunique_summary_for(index);
@@ -359,11 +404,15 @@ group_fill(ProbeGroup *pg, Relation index, GuniqueScope *scope,
 		pg->group_summary = group_summary(place->group);
 		pg->light = pg->group_summary != NULL;
 		result = pg->light;
-		if (pg->light && nleaves >= GUNIQUE_GROUP_TAG_MIN_LEAVES)
+		if (pg->light && pg->ll == NULL &&
+			nleaves >= GUNIQUE_GROUP_TAG_MIN_LEAVES)
 		{
-			group_light_tags(pg, leaves, nleaves);
+			pg->ll = group_light_leaves(pg->stmt, place->group, leaves,
+										nleaves, generation);
 			leaves = NULL;		/* kept */
 		}
+		if (!pg->light)
+			pg->ll = NULL;
 	}
 	else if (pg->needed)
 		group_make_whole(pg, leaves, nleaves, self, place, generation);

@@ -39,6 +39,28 @@ typedef struct LeafSummaryCopies
 } LeafSummaryCopies;
 
 /*
+ * A light group of GUNIQUE_GROUP_TAG_MIN_LEAVES leaves or more: its leaves
+ * by their tag in the group's filter, each locked and opened only when a
+ * key may have its tag (gunique_probegroup_light_open).  Made once per
+ * statement and group, and shared by the statement's light groups of every
+ * leaf of the group: a statement that inserts into all n leaves would
+ * otherwise list n * n.
+ */
+typedef struct LightLeaves
+{
+	uint64		generation;		/* of the scope it was made from */
+	int			n;				/* leaves listed */
+	GuniqueLeaf *leaves;
+	ProbeScan **scans;			/* NULL until opened */
+	GuniqueSummaryCopy *copies; /* a probe's copies of their summaries,
+								 * taken under its key lock */
+	uint64		tags_present;	/* bit t: some leaf has tag t */
+	uint64		tags_open;		/* bit t: every leaf of tag t is open */
+	int			tag_first[GUNIQUE_FILTER_TAGS]; /* a leaf of tag t, or -1 */
+	int		   *tag_next;		/* the next leaf of the same tag, or -1 */
+} LightLeaves;
+
+/*
  * What a statement's probes from one leaf index need: the open scans of the
  * leaves of its group and the key's description, made on its first row.
  */
@@ -71,21 +93,8 @@ typedef struct ProbeGroup
 	char		tree_changed;	/* see gunique_summary_build_group_filter */
 	LeafSummaryCopies *copies;	/* with the group's filter in use, else NULL */
 
-	/*
-	 * A light group of GUNIQUE_GROUP_TAG_MIN_LEAVES leaves or more: its
-	 * leaves by their tag in the group's filter, each locked and opened
-	 * only when a key may have its tag (gunique_probegroup_light_open).
-	 */
-	int			nlight;			/* leaves listed, or 0 */
-	GuniqueLeaf *light_leaves;
-	ProbeScan **light_scans;	/* NULL until opened */
-	GuniqueSummaryCopy *light_copies;	/* a probe's copies of their
-										 * summaries, taken under its key
-										 * lock */
-	uint64		light_tags_present; /* bit t: some leaf has tag t */
-	uint64		light_tags_open;	/* bit t: every leaf of tag t is open */
-	int			light_tag_first[GUNIQUE_FILTER_TAGS];	/* or -1 */
-	int		   *light_tag_next; /* the next leaf of the same tag, or -1 */
+	/* A light group's leaves by tag, or NULL (see LightLeaves) */
+	struct LightLeaves *ll;
 
 	/* The key, as in GuniqueScope. */
 	int			nkeys;

@@ -488,6 +488,7 @@ probe_light(ProbeGroup *pg, GuniqueKeyImage *key, ProbeFinding *finding,
 	GuniqueFilterKey fkey;
 	uint64		ref;
 	uint64		left;
+	uint64		changes;
 	int			walked = 0;
 
 	memset(finding, 0, sizeof(ProbeFinding));
@@ -509,20 +510,32 @@ probe_light(ProbeGroup *pg, GuniqueKeyImage *key, ProbeFinding *finding,
 	counts[GUNIQUE_STAT_PROBES]++;
 
 	/*
-	 * Copy the leaves' summaries first and start loading their filters, so
+	 * The statement's copies of the leaves' summaries serve while the
+	 * group's count of changes stays put (src/README, invariant 5).  Copy
+	 * those missing first, then start loading the filters to be read, so
 	 * that the cache misses of a dozen leaves overlap; then check them.
 	 */
+	changes = gunique_summary_changes(pg->group_summary);
+	if (pg->ll->changes != changes)
+	{
+		memset(pg->ll->copied, 0, sizeof(bool) * pg->ll->n);
+		pg->ll->changes = changes;
+	}
 	for (left = *tags; left != 0; left &= left - 1)
 		for (int i = pg->ll->tag_first[pg_rightmost_one_pos64(left)];
 			 i >= 0; i = pg->ll->tag_next[i])
-			if (pg->ll->scans[i]->summary != NULL)
+			if (!pg->ll->copied[i] && pg->ll->scans[i]->summary != NULL)
 				gunique_prefetch(pg->ll->scans[i]->summary);
 	for (left = *tags; left != 0; left &= left - 1)
 		for (int i = pg->ll->tag_first[pg_rightmost_one_pos64(left)];
 			 i >= 0; i = pg->ll->tag_next[i])
 		{
-			gunique_summary_copy(pg->ll->scans[i]->summary,
-								 &pg->ll->copies[i]);
+			if (!pg->ll->copied[i])
+			{
+				gunique_summary_copy(pg->ll->scans[i]->summary,
+									 &pg->ll->copies[i]);
+				pg->ll->copied[i] = true;
+			}
 			probe_copy_prefetch(&pg->ll->copies[i], key, &fkey);
 		}
 	for (left = *tags; left != 0 && !OidIsValid(*conflict); left &= left - 1)

@@ -305,6 +305,7 @@ group_light_leaves(ProbeStatement *stmt, Oid group, GuniqueLeaf *leaves,
 	ll->leaves = leaves;
 	ll->scans = palloc0(sizeof(ProbeScan *) * nleaves);
 	ll->copies = palloc(sizeof(GuniqueSummaryCopy) * nleaves);
+	ll->copied = palloc0(sizeof(bool) * nleaves);
 	ll->tag_next = palloc(sizeof(int) * nleaves);
 	for (int t = 0; t < GUNIQUE_FILTER_TAGS; t++)
 		ll->tag_first[t] = -1;

@@ -52,8 +52,12 @@ typedef struct LightLeaves
 	int			n;				/* leaves listed */
 	GuniqueLeaf *leaves;
 	ProbeScan **scans;			/* NULL until opened */
-	GuniqueSummaryCopy *copies; /* a probe's copies of their summaries,
-								 * taken under its key lock */
+	GuniqueSummaryCopy *copies; /* copies of their summaries, taken under a
+								 * key lock, kept while the group's count
+								 * of changes is "changes" (src/README,
+								 * invariant 5) */
+	bool	   *copied;			/* copies[i] is one */
+	uint64		changes;
 	uint64		tags_present;	/* bit t: some leaf has tag t */
 	uint64		tags_open;		/* bit t: every leaf of tag t is open */
 	int			tag_first[GUNIQUE_FILTER_TAGS]; /* a leaf of tag t, or -1 */

@@ -26,3 +26,13 @@ CREATE OPERATOR CLASS range_ops DEFAULT FOR TYPE anyrange
 	OPERATOR 4 >=(anyrange,anyrange),
 	OPERATOR 5 >(anyrange,anyrange),
 	FUNCTION 1 range_cmp(anyrange,anyrange);
+
+-- PostgreSQL 18 gave btree's range_ops sort support; so does gunique's
+-- where the server has it.
+DO $$
+BEGIN
+	IF to_regprocedure('range_sortsupport(internal)') IS NOT NULL THEN
+		ALTER OPERATOR FAMILY range_ops USING gunique
+			ADD FUNCTION 2 (anyrange, anyrange) range_sortsupport(internal);
+	END IF;
+END $$;

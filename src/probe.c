@@ -232,12 +232,12 @@ probe_leaf(ProbeScan *ps, int nkeys, Datum *values, bool *isnull,
 }
 
 /*
- * Could leaf i hold the key, as far as a copy of its summary (taken now, or
- * the statement's) tells?  Notes in the group when a leaf without a filter
- * has been searched often enough to be worth one.
+ * Could the leaf of scan "ps" hold the key, as far as a copy of its summary
+ * (taken now, or the statement's) tells?  Notes in the group when a leaf
+ * without a filter has been searched often enough to be worth one.
  */
 static inline bool
-probe_copy_needed(ProbeGroup *pg, int i, GuniqueSummaryCopy *copy,
+probe_copy_needed(ProbeGroup *pg, ProbeScan *ps, GuniqueSummaryCopy *copy,
 				  GuniqueKeyImage *key, GuniqueFilterKey *fkey,
 				  uint64 *counts)
 {
@@ -251,9 +251,8 @@ probe_copy_needed(ProbeGroup *pg, int i, GuniqueSummaryCopy *copy,
 		counts[GUNIQUE_STAT_LEAVES_FILTERED]++;
 		return false;
 	}
-	if (pg->summaries[i] != NULL &&
-		gunique_summary_searched(pg->summaries[i], pg->targets[i]->index,
-								 &pg->targets[i]->filter_after))
+	if (ps->summary != NULL &&
+		gunique_summary_searched(ps->summary, ps->index, &ps->filter_after))
 		pg->filters_wanted = true;
 	return true;
 }
@@ -342,21 +341,21 @@ probe_group_tags(ProbeGroup *pg, LeafSummaryCopies *copies, uint64 tags,
 
 	/* start loading every filter to be read, so the misses overlap */
 	for (uint64 left = tags; left != 0; left &= left - 1)
-		for (int i = copies->tag_first[pg_rightmost_one_pos64(left)]; i >= 0;
-			 i = copies->tag_next[i])
+		for (int i = copies->tags.first[pg_rightmost_one_pos64(left)]; i >= 0;
+			 i = copies->tags.next[i])
 			probe_copy_prefetch(&copies->leaves[i], key, fkey);
 	while (tags != 0 && !OidIsValid(conflict) && *unready == NULL)
 	{
 		int			tag = pg_rightmost_one_pos64(tags);
 
 		tags &= tags - 1;
-		for (int i = copies->tag_first[tag];
+		for (int i = copies->tags.first[tag];
 			 i >= 0 && !OidIsValid(conflict) && *unready == NULL;
-			 i = copies->tag_next[i])
+			 i = copies->tags.next[i])
 		{
 			walked++;
-			if (probe_copy_needed(pg, i, &copies->leaves[i], key, fkey,
-								  counts))
+			if (probe_copy_needed(pg, pg->targets[i], &copies->leaves[i], key,
+								  fkey, counts))
 				conflict = probe_target(pg, i, finding, values, isnull,
 										counts, unready);
 		}
@@ -388,7 +387,7 @@ probe_group_copies(ProbeGroup *pg, GuniqueKeyImage *key,
 	if (gunique_filter_tagged(groupref))
 		return probe_group_tags(pg, copies,
 								gunique_filter_tags(groupref, fkey,
-													copies->tags_present),
+													copies->tags.present),
 								key, fkey, finding, values, isnull, counts,
 								unready);
 	/* a key without an order image (a NULL leading column) may be anywhere */
@@ -407,7 +406,8 @@ probe_group_copies(ProbeGroup *pg, GuniqueKeyImage *key,
 		if (j >= PROBE_AHEAD)
 			probe_copy_prefetch(&leaves[copies->order[j - PROBE_AHEAD]], key,
 								fkey);
-		if (probe_copy_needed(pg, i, &leaves[i], key, fkey, counts))
+		if (probe_copy_needed(pg, pg->targets[i], &leaves[i], key, fkey,
+							  counts))
 			conflict = probe_target(pg, i, finding, values, isnull, counts,
 									unready);
 	}
@@ -453,7 +453,8 @@ probe_group(ProbeGroup *pg, GuniqueKeyImage *key, ProbeFinding *finding,
 			if (key->hashed && pg->summaries[i] != NULL)
 			{
 				gunique_summary_copy(pg->summaries[i], &copy);
-				if (!probe_copy_needed(pg, i, &copy, key, &fkey, counts))
+				if (!probe_copy_needed(pg, pg->targets[i], &copy, key, &fkey,
+									   counts))
 					continue;
 			}
 			conflict = probe_target(pg, i, finding, values, isnull, counts,
@@ -504,7 +505,7 @@ probe_light(ProbeGroup *pg, GuniqueKeyImage *key, ProbeFinding *finding,
 	ref = gunique_summary_filter(pg->group_summary);
 	if (pg->ll == NULL || !gunique_filter_tagged(ref))
 		return LIGHT_WHOLE;
-	*tags = gunique_filter_tags(ref, &fkey, pg->ll->tags_present);
+	*tags = gunique_filter_tags(ref, &fkey, pg->ll->tags.present);
 	if ((*tags & ~pg->ll->tags_open) != 0)
 		return LIGHT_OPEN;
 	counts[GUNIQUE_STAT_PROBES]++;
@@ -522,13 +523,13 @@ probe_light(ProbeGroup *pg, GuniqueKeyImage *key, ProbeFinding *finding,
 		pg->ll->changes = changes;
 	}
 	for (left = *tags; left != 0; left &= left - 1)
-		for (int i = pg->ll->tag_first[pg_rightmost_one_pos64(left)];
-			 i >= 0; i = pg->ll->tag_next[i])
+		for (int i = pg->ll->tags.first[pg_rightmost_one_pos64(left)];
+			 i >= 0; i = pg->ll->tags.next[i])
 			if (!pg->ll->copied[i] && pg->ll->scans[i]->summary != NULL)
 				gunique_prefetch(pg->ll->scans[i]->summary);
 	for (left = *tags; left != 0; left &= left - 1)
-		for (int i = pg->ll->tag_first[pg_rightmost_one_pos64(left)];
-			 i >= 0; i = pg->ll->tag_next[i])
+		for (int i = pg->ll->tags.first[pg_rightmost_one_pos64(left)];
+			 i >= 0; i = pg->ll->tags.next[i])
 		{
 			if (!pg->ll->copied[i])
 			{
@@ -542,23 +543,15 @@ probe_light(ProbeGroup *pg, GuniqueKeyImage *key, ProbeFinding *finding,
 	{
 		int			tag = pg_rightmost_one_pos64(left);
 
-		for (int i = pg->ll->tag_first[tag];
-			 i >= 0 && !OidIsValid(*conflict); i = pg->ll->tag_next[i])
+		for (int i = pg->ll->tags.first[tag];
+			 i >= 0 && !OidIsValid(*conflict); i = pg->ll->tags.next[i])
 		{
 			ProbeScan  *ps = pg->ll->scans[i];
-			GuniqueSummaryCopy copy = pg->ll->copies[i];
 
 			walked++;
-			if (gunique_summary_copy_outside(&copy, key))
-				counts[GUNIQUE_STAT_LEAVES_SKIPPED]++;
-			else if (gunique_filter_excludes(copy.filter, &fkey))
-				counts[GUNIQUE_STAT_LEAVES_FILTERED]++;
-			else
+			if (probe_copy_needed(pg, ps, &pg->ll->copies[i], key, &fkey,
+								  counts))
 			{
-				if (ps->summary != NULL &&
-					gunique_summary_searched(ps->summary, ps->index,
-											 &ps->filter_after))
-					pg->filters_wanted = true;
 				counts[GUNIQUE_STAT_LEAVES_PROBED]++;
 				*conflict = probe_leaf(ps, pg->nkeys, values, isnull,
 									   finding);
@@ -693,8 +686,7 @@ before_unprobed(GuniqueProbe *probe, GuniqueSummary *summary, Datum *values,
 	gunique_keymap_image(&key, gunique_probegroup_keymap(probe->indexInfo,
 														 probe->index),
 						 values, isnull);
-	(void) gunique_summary_cover(summary, NULL, &key,
-								 gunique_summary_leaf_tag(probe->index->rd_index->indrelid));
+	(void) gunique_summary_cover(summary, NULL, &key, probe->index);
 }
 
 /*
@@ -836,8 +828,7 @@ gunique_probe_before_insert(GuniqueProbe *probe, Relation index,
 	 */
 	probe->pg = pg;
 	probe->cover = gunique_summary_cover(pg->own_summary, pg->group_summary,
-										 &key,
-										 gunique_summary_leaf_tag(RelationGetRelid(heap)));
+										 &key, index);
 }
 
 /* nbtree has inserted the key: let others see it, then build filters. */

@@ -237,6 +237,30 @@ group_init(ProbeGroup *pg, ProbeStatement *stmt, bool skip_self,
 	group_set_key(pg, scope);
 }
 
+/* An empty list of n leaves by tag; leaf_tags_add fills it. */
+static void
+leaf_tags_init(LeafTags *tags, int n)
+{
+	tags->present = 0;
+	tags->next = palloc(sizeof(int) * Max(n, 1));
+	for (int t = 0; t < GUNIQUE_FILTER_TAGS; t++)
+		tags->first[t] = -1;
+}
+
+/*
+ * List leaf i, of table "heapoid", under its tag; leaves added from the
+ * last to the first are listed in their order.
+ */
+static void
+leaf_tags_add(LeafTags *tags, int i, Oid heapoid)
+{
+	int			tag = gunique_summary_leaf_tag(heapoid);
+
+	tags->next[i] = tags->first[tag];
+	tags->first[tag] = i;
+	tags->present |= UINT64CONST(1) << tag;
+}
+
 /*
  * The copies of the leaves' summaries, for a group that uses its filter,
  * with the leaves listed by tag.
@@ -249,17 +273,11 @@ group_copies_make(ProbeScan **targets, int n)
 	copies->leaves = palloc(sizeof(GuniqueSummaryCopy) * Max(n, 1));
 	copies->order = palloc(sizeof(int) * Max(n, 1));
 	copies->reach = palloc(sizeof(uint64) * Max(n, 1));
-	copies->tag_next = palloc(sizeof(int) * Max(n, 1));
-	for (int t = 0; t < GUNIQUE_FILTER_TAGS; t++)
-		copies->tag_first[t] = -1;
+	leaf_tags_init(&copies->tags, n);
 	for (int i = n - 1; i >= 0; i--)
 	{
-		int			tag = gunique_summary_leaf_tag(RelationGetRelid(targets[i]->heap));
-
 		copies->order[i] = i;
-		copies->tag_next[i] = copies->tag_first[tag];
-		copies->tag_first[tag] = i;
-		copies->tags_present |= UINT64CONST(1) << tag;
+		leaf_tags_add(&copies->tags, i, RelationGetRelid(targets[i]->heap));
 	}
 	return copies;
 }
@@ -306,17 +324,9 @@ group_light_leaves(ProbeStatement *stmt, Oid group, GuniqueLeaf *leaves,
 	ll->scans = palloc0(sizeof(ProbeScan *) * nleaves);
 	ll->copies = palloc(sizeof(GuniqueSummaryCopy) * nleaves);
 	ll->copied = palloc0(sizeof(bool) * nleaves);
-	ll->tag_next = palloc(sizeof(int) * nleaves);
-	for (int t = 0; t < GUNIQUE_FILTER_TAGS; t++)
-		ll->tag_first[t] = -1;
+	leaf_tags_init(&ll->tags, nleaves);
 	for (int i = nleaves - 1; i >= 0; i--)
-	{
-		int			tag = gunique_summary_leaf_tag(leaves[i].heapoid);
-
-		ll->tag_next[i] = ll->tag_first[tag];
-		ll->tag_first[tag] = i;
-		ll->tags_present |= UINT64CONST(1) << tag;
-	}
+		leaf_tags_add(&ll->tags, i, leaves[i].heapoid);
 	owner->ll = ll;
 	return ll;
 }
@@ -353,7 +363,7 @@ gunique_probegroup_light_open(ProbeGroup *pg, uint64 tags)
 		int			tag = pg_rightmost_one_pos64(tags);
 
 		tags &= tags - 1;
-		for (int i = ll->tag_first[tag]; i >= 0; i = ll->tag_next[i])
+		for (int i = ll->tags.first[tag]; i >= 0; i = ll->tags.next[i])
 		{
 			GuniqueLeaf *leaf = &ll->leaves[i];
 			ProbeScanContext cxt;

@@ -15,6 +15,18 @@
 #include "summary.h"
 
 /*
+ * A group's leaves listed by their tag in the group's filter (filter.c), so
+ * that a key the filter cannot rule out is looked for only in the leaves
+ * of the tags it may have.
+ */
+typedef struct LeafTags
+{
+	uint64		present;		/* bit t: some leaf has tag t */
+	int			first[GUNIQUE_FILTER_TAGS]; /* a leaf of tag t, or -1 */
+	int		   *next;			/* the next leaf of the same tag, or -1 */
+} LeafTags;
+
+/*
  * Copies of the summaries of a group's leaves, side by side, taken under a
  * key lock and valid while the group's count of changes is "changes"
  * (src/README, invariant 5).  A probe past the group's filter checks every
@@ -32,10 +44,7 @@ typedef struct LeafSummaryCopies
 	int		   *order;			/* the targets by the low end of their range */
 	uint64	   *reach;			/* reach[j]: the highest high end of the
 								 * ranges of order[0 .. j] */
-	/* the leaves by their tag in the group's filter (filter.c) */
-	uint64		tags_present;	/* bit t: some leaf has tag t */
-	int			tag_first[GUNIQUE_FILTER_TAGS]; /* a leaf of tag t, or -1 */
-	int		   *tag_next;		/* the next leaf of the same tag, or -1 */
+	LeafTags	tags;			/* the targets by tag */
 } LeafSummaryCopies;
 
 /*
@@ -58,10 +67,8 @@ typedef struct LightLeaves
 								 * invariant 5) */
 	bool	   *copied;			/* copies[i] is one */
 	uint64		changes;
-	uint64		tags_present;	/* bit t: some leaf has tag t */
+	LeafTags	tags;			/* the leaves by tag */
 	uint64		tags_open;		/* bit t: every leaf of tag t is open */
-	int			tag_first[GUNIQUE_FILTER_TAGS]; /* a leaf of tag t, or -1 */
-	int		   *tag_next;		/* the next leaf of the same tag, or -1 */
 } LightLeaves;
 
 /*

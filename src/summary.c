@@ -622,14 +622,15 @@ summary_filter_add(GuniqueSummary *summary, uint64 hash, int tag)
  * The group's filter gets the key even if the leaf has no summary (the
  * table was full): probes from the other leaves rely on it.  A widened
  * range bumps the group's count of changes, so that probes drop their
- * copies.  "tag" is the leaf's (gunique_summary_leaf_tag).  Returns
- * GUNIQUE_COVER_* flags for what to build afterwards.
+ * copies.  "index" is the leaf, whose tag the group's filter gives the key.
+ * Returns GUNIQUE_COVER_* flags for what to build afterwards.
  */
 int
 gunique_summary_cover(GuniqueSummary *summary, GuniqueSummary *group,
-					  GuniqueKeyImage *key, int tag)
+					  GuniqueKeyImage *key, Relation index)
 {
 	int			result = 0;
+	int			tag = summary_index_tag(index);
 
 	if (key->hashed && group != NULL &&
 		summary_filter_add(group, key->hash, tag))

@@ -91,7 +91,7 @@ extern bool gunique_summary_group_checked(GuniqueSummary *group, uint32 n,
 										  uint64 keys);
 extern int	gunique_summary_cover(GuniqueSummary *summary,
 								  GuniqueSummary *group,
-								  GuniqueKeyImage *key, int tag);
+								  GuniqueKeyImage *key, Relation index);
 extern int	gunique_summary_leaf_tag(Oid heapoid);
 extern bool gunique_summary_filter_due(GuniqueSummary *summary,
 									   uint32 threshold);

@@ -5,6 +5,8 @@ MODULE_big = gunique
 OBJS = \
 	src/gunique.o \
 	src/btread.o \
+	src/persist.o \
+	src/builder.o \
 	src/ddl.o \
 	src/filter.o \
 	src/fkey.o \
@@ -25,7 +27,7 @@ OBJS = \
 	src/verify.o
 
 DATA = gunique--1.0.sql gunique--1.0--1.1.sql gunique--1.1--1.2.sql \
-	gunique--1.2--1.3.sql gunique--1.3--1.4.sql gunique--1.4--1.5.sql
+	gunique--1.2--1.3.sql gunique--1.3--1.4.sql gunique--1.4--1.5.sql gunique--1.5--1.6.sql
 PGFILEDESC = "gunique - unique indexes across partitions"
 
 REGRESS = opclass plain partitioned probescan summary filter onconflict foreignkey lifecycle verify privileges rollback progress checkleaves nested keytypes keytypes_icu keepkey comeback

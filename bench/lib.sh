@@ -58,17 +58,35 @@ scale_params()
 		W3B_BASE=1000000 W3B_TX=900
 		W4_ROWS=20000000 W4_SECS=60
 		;;
+	large)                            # workload 5 only: see bench/README.md
+		W1_N=6000000
+		W2_PARTITIONS="1 6 32 128 512"
+		W2_TOTAL=6000000 W2_ROWS=60000
+		W3A_BASE=2000000 W3A_SECS=60
+		W3B_BASE=1000000 W3B_TX=900
+		W4_ROWS=20000000 W4_SECS=60
+		;;
 	*)
-		die "unknown scale '$1' (tiny, small or seed)"
+		die "unknown scale '$1' (tiny, small, seed or large)"
 		;;
 	esac
+	# Workload 5: rows:partitions of each table, timed new keys, seconds of
+	# single-row inserts after each restart.
+	case "$1" in
+	tiny) W5_SIZES="200000:16" W5_NEW=10000 W5_SECS=5 ;;
+	small) W5_SIZES="2000000:64" W5_NEW=100000 W5_SECS=20 ;;
+	seed) W5_SIZES="20000000:64" W5_NEW=100000 W5_SECS=60 ;;
+	large) W5_SIZES="20000000:64 100000000:128" W5_NEW=100000 W5_SECS=60 ;;
+	esac
+	W5_SIZES=${BENCH_W5_SIZES:-$W5_SIZES}
+	W5_KEYS=${BENCH_W5_KEYS:-random correlated uuid}
 	# The lock table must hold 512 partitions and their indexes in one
 	# transaction, and the trigger contender's advisory lock on every key
 	# that workload 1 inserts in one statement (N of them).
 	case "$1" in
 	tiny) SETTINGS+=("max_locks_per_transaction = 1024") ;;
 	small) SETTINGS+=("max_locks_per_transaction = 16384") ;;
-	seed) SETTINGS+=("max_locks_per_transaction = 131072") ;;
+	seed | large) SETTINGS+=("max_locks_per_transaction = 131072") ;;
 	esac
 	W2_PARTITIONS=${BENCH_W2_PARTITIONS:-$W2_PARTITIONS}
 	W2_KEYS=${BENCH_W2_KEYS:-int uuid email pair}    # key types of workload 2: see w2-scaling.sh

@@ -288,6 +288,27 @@ if ($val{w4}) {
 	}
 }
 
+# Workload 5: large tables and restarts ---------------------------------------
+if ($val{w5}) {
+	p "## Workload 5: large tables, and the first minute after a restart\n\n";
+	p "One INSERT of new keys (µs per row), then a clean restart and an immediate one (a crash), each followed by ",
+	  "single-row inserts of new keys from one client: their latency in ms (p50, p99, max). \"ready\" is the time ",
+	  "from the start of the server until gunique's key filters are all back (loaded from the file saved at shutdown). ",
+	  "Medians of the runs; gunique's ratio to local's in parentheses.\n\n";
+	my @order = qw(insert restart-up restart-ready restart-p50 restart-p99 restart-max crash-up crash-p50
+	  crash-p99 crash-max filter-bytes-per-key shared-memory);
+	for my $variant (sort keys %{ $val{w5} }) {
+		my $v = $val{w5}{$variant};
+		my @cc = grep { my $c = $_; grep { $v->{$_}{$c} } keys %$v } @CONTENDERS;
+		p "### $variant\n\n| step | unit | ", join(' | ', @cc), " |\n|---|---|", join('', map { '---:|' } @cc), "\n";
+		for my $step (grep { $v->{$_} } @order) {
+			p "| $step | $unit{w5}{$step} | ",
+			  join(' | ', map { cell($v->{$step}{$_}, $v->{$step}{local}, "$variant $step $_", $_) } @cc), " |\n";
+		}
+		p "\n", spread_line();
+	}
+}
+
 # Sanity checks -------------------------------------------------------------
 if (@sanity) {
 	my %by;

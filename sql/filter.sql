@@ -31,8 +31,26 @@ BEGIN
 END
 $$;
 
+-- Wait for the background worker to build what was asked for.
+CREATE FUNCTION wait_for_builds() RETURNS boolean
+LANGUAGE plpgsql AS $$
+BEGIN
+	FOR i IN 1 .. 600 LOOP
+		IF NOT EXISTS (SELECT FROM gunique_filter_builds() b
+					   JOIN pg_database d ON d.oid = b.database
+					   WHERE d.datname = current_database()) THEN
+			RETURN true;
+		END IF;
+		PERFORM pg_sleep(0.05);
+	END LOOP;
+	RETURN false;
+END
+$$;
+
 -- Random keys into four partitions, in random partition order, from an
--- empty index: the filters are built on the way and grow several times.
+-- empty index: the inserts ask for filters on the way, and for bigger ones
+-- as the partitions outgrow them, and the background worker builds them
+-- while the inserts go on.
 CREATE TABLE t (a int, b bigint) PARTITION BY RANGE (a);
 CREATE TABLE t1 PARTITION OF t FOR VALUES FROM (0) TO (10000);
 CREATE TABLE t2 PARTITION OF t FOR VALUES FROM (10000) TO (20000);
@@ -43,13 +61,20 @@ SELECT gunique_probe_stats_reset();
 INSERT INTO t
 SELECT g, (g::bigint * 7919) % 40009 FROM generate_series(0, 39999) g
 ORDER BY (g::bigint * 48271) % 40009;
-SELECT sum(partitions_filtered) > 100000 AS filtered,
-	   sum(partitions_probed) < 10000 AS few_searched,
+SELECT sum(conflicts) AS conflicts
+  FROM gunique_stat_probes WHERE partition IN ('t1'::regclass, 't2', 't3', 't4');
+-- every key is still refused from another partition
+SELECT refused('t', 'SELECT format(''(%s, %s)'', (a + 10000) % 40000, b) AS v FROM t WHERE a % 53 = 0');
+-- once the filters are built (what the worker has not built yet is built
+-- here), new keys search almost no other partition
+SELECT wait_for_builds();
+SELECT gunique_build_filters('t_b_key') >= 0 AS built;
+SELECT gunique_probe_stats_reset();
+INSERT INTO t SELECT g, 1000000 + g FROM generate_series(0, 39999, 37) g;
+SELECT sum(partitions_filtered + partitions_skipped) > 3000 AS ruled_out,
+	   sum(partitions_probed) < 100 AS few_searched,
 	   sum(conflicts) AS conflicts
   FROM gunique_stat_probes WHERE partition IN ('t1'::regclass, 't2', 't3', 't4');
--- every key is still refused from another partition, and new keys are not
-SELECT refused('t', 'SELECT format(''(%s, %s)'', (a + 10000) % 40000, b) AS v FROM t WHERE a % 53 = 0');
-INSERT INTO t SELECT g, 1000000 + g FROM generate_series(0, 39999, 37) g;
 SELECT count(*), count(DISTINCT b) FROM t;
 
 -- CREATE INDEX fills the filters as its check reads every key: the first
@@ -223,5 +248,11 @@ ROLLBACK;
 INSERT INTO sv VALUES (3105, 3199), (2001, -7), (5, -7);
 INSERT INTO sv VALUES (3107, 3199), (3109, 5001), (7, 5001);
 SELECT tableoid::regclass, a, b FROM sv WHERE b % 2 <> 0 OR b NOT BETWEEN 0 AND 3198 ORDER BY a;
+
+-- The filters' memory: a limit by the machine's memory (at least 64 MB by
+-- default), filters there are, and their bytes (at least 1 kB each).
+SELECT limit_bytes >= 64 * 1024 * 1024 AS limit_ok, filters > 0 AS filters,
+       used_bytes >= filters * 1024 AS bytes_ok, filters_refused >= 0 AS counted
+  FROM gunique_filter_memory();
 
 DROP SCHEMA gfil CASCADE;

@@ -48,6 +48,7 @@
 #include "catalog/namespace.h"
 #include "catalog/objectaccess.h"
 #include "catalog/pg_class.h"
+#include "catalog/pg_database.h"
 #include "commands/event_trigger.h"
 #include "miscadmin.h"
 #include "nodes/parsenodes.h"
@@ -56,6 +57,7 @@
 #include "utils/acl.h"
 #include "utils/lsyscache.h"
 
+#include "builder.h"
 #include "compat.h"
 #include "ddl.h"
 #include "fkey.h"
@@ -97,7 +99,8 @@ static void gunique_ProcessUtility(PlannedStmt *pstmt, const char *queryString,
 /*
  * A dropped relation takes its summary and filter with it, if it had one:
  * a lookup by OID, so no catalog access is needed to tell.  DROP holds the
- * relation (or its table) in AccessExclusiveLock.
+ * relation (or its table) in AccessExclusiveLock.  A database dropped or
+ * created takes every entry of its OID.
  */
 static void
 gunique_object_access(ObjectAccessType access, Oid classId, Oid objectId,
@@ -107,6 +110,13 @@ gunique_object_access(ObjectAccessType access, Oid classId, Oid objectId,
 		prev_object_access_hook(access, classId, objectId, subId, arg);
 	if (access == OAT_DROP && classId == RelationRelationId && subId == 0)
 		gunique_summary_index_dropped(objectId);
+	/* the entries of a database's indexes go with it */
+	if ((access == OAT_DROP || access == OAT_POST_CREATE) &&
+		classId == DatabaseRelationId)
+	{
+		gunique_summary_database_gone(objectId);
+		gunique_builder_database_gone(objectId);
+	}
 }
 
 void

@@ -1,7 +1,7 @@
 /*-------------------------------------------------------------------------
  *
  * filter.c
- *	  The key filter arena: blocked bloom filters in shared memory.
+ *	  Key filters: blocked bloom filters in dynamic shared memory.
  *
  * A key filter answers "surely not here" for almost every key its owner
  * does not hold, for the price of one cache line: a key sets one bit in
@@ -19,21 +19,31 @@
  * gives each leaf its tag).  Every setter names the tag: a tagged filter
  * set without one stops ruling tags out.
  *
- * Filters live in one arena of gunique.filter_memory bytes, carved into
- * power-of-two sizes with a free list per size; a filter may take a freed
- * block of a bigger size, and the arena starts afresh whenever its last
- * filter is freed.  When the arena has no room, the caller goes without a
- * new filter.
+ * Filters live in a dynamic shared memory area (utils/dsa.h) that grows
+ * as filters are made, up to gunique.filter_memory (by default a sixteenth
+ * of the machine's memory).  The area starts in a small part of the main
+ * shared memory segment, made at server start; more segments are created
+ * as needed.  Creating a segment can fail with an error (a full /dev/shm,
+ * for one), so a filter is allocated in a subtransaction of its own, and
+ * a failure, or no room under the limit, leaves the caller without a new
+ * filter, counted and logged (gunique_filter_memory()).
  *
  *-------------------------------------------------------------------------
  */
 #include "postgres.h"
 
+#include <unistd.h>
+
+#include "access/xact.h"
 #include "miscadmin.h"
 #include "port/atomics.h"
 #include "storage/ipc.h"
 #include "storage/lwlock.h"
 #include "storage/shmem.h"
+#include "utils/dsa.h"
+#include "utils/memutils.h"
+#include "utils/resowner.h"
+#include "utils/timestamp.h"
 
 #include "compat.h"
 #include "filter.h"
@@ -42,8 +52,6 @@
 
 #define FILTER_BLOCK_WORDS	GUNIQUE_FILTER_BLOCK_WORDS	/* a key's bits */
 #define FILTER_BITS_PER_KEY 12
-#define FILTER_MIN_CLASS	10	/* 1 kB of bits: 682 keys */
-#define FILTER_MAX_CLASS	40
 
 /*
  * The count of keys is sampled: one key in 16 (by hash) adds 16, so that
@@ -59,101 +67,215 @@ typedef union FilterHeader
 									 * positive rate */
 		pg_atomic_uint64 nkeys; /* keys added, estimated */
 		pg_atomic_uint32 tags_lost; /* tagged, but set without a tag */
-		uint64		nextfree;	/* on a free list, the next one there */
-		int			sizeclass;	/* log2 of the bytes of bits */
-		int			blockclass; /* that of the block it occupies, which
-								 * may be bigger (see gunique_filter_alloc) */
+		dsa_pointer allocated;	/* what dsa_allocate gave, to free */
+		uint64		bytes;		/* bytes taken from the area */
 	}			h;
 	char		pad[64];		/* keeps the bits cache-line aligned */
 } FilterHeader;
 
+/*
+ * The part of the main shared memory segment that gunique's filters own:
+ * counters under filter_lock, then the area's first segment.
+ */
 typedef struct FilterArena
 {
-	uint64		size;			/* bytes that filters may use */
-	uint64		used;			/* bytes handed out, from the start */
+	int			tranche_id;		/* of the area's own lock */
+	uint64		bytes;			/* taken by live filters */
 	uint64		nlive;			/* filters allocated and not freed */
-	uint64		freelist[FILTER_MAX_CLASS + 1];	/* offsets, 0 if empty */
+	uint64		refused;		/* filters not made: no room, or an error */
+	TimestampTz refused_logged; /* when a refusal was last logged */
+	size_t		limit;			/* the area's size limit, last set */
+	bool		frozen;			/* being saved: no new filter (persist.c) */
 } FilterArena;
 
-int			gunique_filter_memory = 32 * 1024;	/* kB */
+/* The area's first segment, in the main shared memory segment. */
+#define FILTER_INPLACE_SIZE		(256 * 1024)
+/* A refusal is logged at most this often (ms). */
+#define FILTER_REFUSED_LOG_MS	60000
+
+int			gunique_filter_memory = -1; /* kB; -1: by the machine's memory */
 bool		gunique_key_filters = true;
 
 static FilterArena *arena = NULL;
-static char *arena_base = NULL;
-static LWLock *arena_lock = NULL;
+static void *arena_place = NULL;	/* the area's in-place start */
+static LWLock *filter_lock = NULL;
+static dsa_area *filter_area = NULL;	/* this backend's attachment */
+static dsa_area *startup_area = NULL;	/* the postmaster's, while it loads */
+static uint64 inplace_extra = 0;	/* room for the filters it loads */
+
+/* The area's first segment: its own size, and the saved filters' room. */
+static size_t filter_memory_limit(void);
 
 static Size
-filter_arena_size(void)
+filter_inplace_size(void)
 {
-	return (Size) gunique_filter_memory * 1024;
+	return add_size(FILTER_INPLACE_SIZE, inplace_extra);
+}
+
+static Size
+filter_shmem_size(void)
+{
+	return add_size(MAXALIGN(sizeof(FilterArena)) + 64, filter_inplace_size());
+}
+
+/*
+ * Before shared memory is sized (persist.c, in the postmaster): the bytes
+ * of the filters it will load at start, which the area's first segment
+ * then has room for.  The same every time shared memory is made again.
+ */
+void
+gunique_filter_set_inplace_extra(uint64 bytes)
+{
+	/* never more than gunique.filter_memory allows all filters */
+	if (bytes <= filter_memory_limit())
+		inplace_extra = bytes;
 }
 
 void
 gunique_filter_shmem_request(void)
 {
-	if (gunique_filter_memory <= 0)
-		return;
-	RequestAddinShmemSpace(add_size(MAXALIGN(sizeof(FilterArena)) + 64,
-									filter_arena_size()));
-	RequestNamedLWLockTranche("gunique filters", 1);
+	RequestAddinShmemSpace(filter_shmem_size());
+	RequestNamedLWLockTranche("gunique filter memory", 1);
 }
 
+/*
+ * Make the area at server start (in the postmaster), or find it.  The
+ * postmaster's own reference keeps the area, and the segments it grows,
+ * alive until shared memory is reinitialized (a restart, or a crash).
+ */
 void
 gunique_filter_shmem_startup(void)
 {
 	bool		found;
-	Size		header = MAXALIGN(sizeof(FilterArena)) + 64;
 
-	if (gunique_filter_memory <= 0)
-		return;
 	LWLockAcquire(AddinShmemInitLock, LW_EXCLUSIVE);
-	arena = ShmemInitStruct("gunique filters",
-							add_size(header, filter_arena_size()), &found);
-	arena_base = (char *) TYPEALIGN(64, (char *) arena +
-									MAXALIGN(sizeof(FilterArena)));
+	arena = ShmemInitStruct("gunique filters", filter_shmem_size(), &found);
+	arena_place = (void *) TYPEALIGN(64, (char *) arena +
+									 MAXALIGN(sizeof(FilterArena)));
 	if (!found)
 	{
 		memset(arena, 0, sizeof(FilterArena));
-		arena->size = filter_arena_size();
-		arena->used = 64;		/* offset 0 means "no filter" */
+		arena->tranche_id = LWLockNewTrancheId();
+		startup_area = dsa_create_in_place(arena_place, filter_inplace_size(),
+										   arena->tranche_id, NULL);
+		/* while the postmaster loads filters, no segment may be made */
+		dsa_set_size_limit(startup_area, filter_inplace_size());
 	}
-	arena_lock = &(GetNamedLWLockTranche("gunique filters"))->lock;
+	filter_lock = &(GetNamedLWLockTranche("gunique filter memory"))->lock;
 	LWLockRelease(AddinShmemInitLock);
 }
 
 /*
- * Filters are named by a reference: the offset of their header in the
- * arena (a multiple of 64) with log2 of their number of blocks in the low
- * six bits, so that a probe finds a key's block without reading the header,
- * and FILTER_REF_TAGGED if the filter has a tag part after its bloom part.
+ * The limit on the area's size, in bytes: gunique.filter_memory, or by
+ * default a sixteenth of the machine's physical memory (at least 64 MB).
  */
-#define FILTER_REF_LOG2_MASK	UINT64CONST(63)
+static size_t
+filter_memory_limit(void)
+{
+	long		pages;
+	long		pagesize;
+	uint64		bytes = UINT64CONST(256) * 1024 * 1024;
+
+	/* the area's first segment is there whatever the limit */
+	if (gunique_filter_memory >= 0)
+		return Max((size_t) gunique_filter_memory * 1024, filter_inplace_size());
+#if defined(_SC_PHYS_PAGES) && defined(_SC_PAGESIZE)
+	pages = sysconf(_SC_PHYS_PAGES);
+	pagesize = sysconf(_SC_PAGESIZE);
+	if (pages > 0 && pagesize > 0)
+		bytes = (uint64) pages * (uint64) pagesize / 16;
+#endif
+	bytes = Max(bytes, UINT64CONST(64) * 1024 * 1024);
+	return (size_t) Max(bytes, filter_inplace_size());
+}
+
+/*
+ * This backend's attachment to the area, made on first use, for the rest
+ * of the session: it belongs to no resource owner, and its segments stay
+ * mapped.
+ */
+static inline dsa_area *
+filter_area_get(void)
+{
+	if (likely(filter_area != NULL))
+		return filter_area;
+	{
+		MemoryContext oldcxt = MemoryContextSwitchTo(TopMemoryContext);
+		ResourceOwner oldowner = CurrentResourceOwner;
+
+		LWLockRegisterTranche(arena->tranche_id, "gunique filter area");
+		CurrentResourceOwner = NULL;
+		filter_area = dsa_attach_in_place(arena_place, NULL);
+		dsa_pin_mapping(filter_area);
+		CurrentResourceOwner = oldowner;
+		on_shmem_exit(dsa_on_shmem_exit_release_in_place,
+					  PointerGetDatum(arena_place));
+		MemoryContextSwitchTo(oldcxt);
+	}
+	return filter_area;
+}
+
+/*
+ * Filters are named by a reference: the address of their header in the
+ * area (a dsa_pointer, a multiple of 64, below 2^50), with their number of
+ * blocks as m << e (m, 8 bits, in bits 50 to 57, and e in the low six
+ * bits), so that a probe finds a key's block without reading the header,
+ * and FILTER_REF_TAGGED if the filter has a tag part after its bloom part.
+ * A filter so has any number of blocks within 1% (not only powers of
+ * two), and a key's block is picked by multiplying the high half of its
+ * hash by that number.
+ */
+#define FILTER_REF_EXP_MASK		UINT64CONST(63)
+#define FILTER_REF_MANT_SHIFT	50
+#define FILTER_REF_MANT_MASK	(UINT64CONST(255) << FILTER_REF_MANT_SHIFT)
 #define FILTER_REF_TAGGED		(UINT64CONST(1) << 62)
+#define FILTER_REF_SHAPE		(FILTER_REF_EXP_MASK | FILTER_REF_MANT_MASK | \
+								 FILTER_REF_TAGGED)
+#define FILTER_MIN_BLOCKS		16	/* 1 kB of bits: 682 keys */
+#define FILTER_MAX_BLOCKS		(UINT64CONST(1) << 31)	/* 128 GB */
+
+static inline uint64
+filter_nblocks(uint64 ref)
+{
+	return ((ref & FILTER_REF_MANT_MASK) >> FILTER_REF_MANT_SHIFT) <<
+		(ref & FILTER_REF_EXP_MASK);
+}
+
+/* The shape of a filter of at least "nblocks" blocks. */
+static uint64
+filter_shape(uint64 nblocks)
+{
+	int			e = 0;
+
+	while ((nblocks + (UINT64CONST(1) << e) - 1) >> e > 255)
+		e++;
+	return (((nblocks + (UINT64CONST(1) << e) - 1) >> e) <<
+			FILTER_REF_MANT_SHIFT) | (uint64) e;
+}
 
 static inline FilterHeader *
 filter_at(uint64 ref)
 {
 	Assert(ref != 0);			/* 0 names no filter */
-	return (FilterHeader *) (arena_base +
-							 (ref & ~(FILTER_REF_LOG2_MASK | FILTER_REF_TAGGED)));
+	return (FilterHeader *)
+		dsa_get_address(filter_area_get(),
+						(dsa_pointer) (ref & ~FILTER_REF_SHAPE));
 }
 
 static inline pg_atomic_uint64 *
 filter_block(uint64 ref, uint64 hash)
 {
 	pg_atomic_uint64 *bits = (pg_atomic_uint64 *) (filter_at(ref) + 1);
-	uint64		mask = (UINT64CONST(1) << (ref & FILTER_REF_LOG2_MASK)) - 1;
 
-	return bits + (hash & mask) * FILTER_BLOCK_WORDS;
+	return bits + (((hash >> 32) * filter_nblocks(ref)) >> 32) *
+		FILTER_BLOCK_WORDS;
 }
 
 /* The tag block parallel to the key's bloom block, in a tagged filter. */
 static inline pg_atomic_uint64 *
 filter_tag_block(uint64 ref, uint64 hash)
 {
-	uint64		nblocks = UINT64CONST(1) << (ref & FILTER_REF_LOG2_MASK);
-
-	return filter_block(ref, hash) + nblocks * FILTER_BLOCK_WORDS;
+	return filter_block(ref, hash) + filter_nblocks(ref) * FILTER_BLOCK_WORDS;
 }
 
 /*
@@ -361,34 +483,108 @@ gunique_filter_prefetch(uint64 ref, GuniqueFilterKey *fkey)
 }
 
 /*
- * Take a free block of at least "sizeclass" for a filter, under the arena's
- * lock: one of that class, else from the unused end, else one of a bigger
- * class (its excess unused until it is freed), so that the memory of freed
- * filters serves smaller ones.  Its offset, or 0; *blockclass its class.
+ * Log a filter refused, at most once a minute, and count it.  A refusal is
+ * not an error: the leaves without a filter are searched, as they were.
  */
-static uint64
-filter_take_block(int sizeclass, int *blockclass)
+static void
+filter_refused(uint64 bytes, const char *reason)
 {
-	uint64		bytes = UINT64CONST(1) << sizeclass;
-	uint64		offset = 0;
+	TimestampTz now = GetCurrentTimestamp();
+	bool		log;
+	uint64		used;
+	uint64		refused;
 
-	*blockclass = sizeclass;
-	if (arena->freelist[sizeclass] == 0 &&
-		arena->size - arena->used >= sizeof(FilterHeader) + bytes)
+	LWLockAcquire(filter_lock, LW_EXCLUSIVE);
+	refused = ++arena->refused;
+	used = arena->bytes;
+	log = arena->refused_logged == 0 ||
+		TimestampDifferenceExceeds(arena->refused_logged, now,
+								   FILTER_REFUSED_LOG_MS);
+	if (log)
+		arena->refused_logged = now;
+	LWLockRelease(filter_lock);
+	if (!log)
+		return;
+	if (reason != NULL)
+		ereport(LOG,
+				(errmsg("gunique could not make a key filter of %llu bytes: %s",
+						(unsigned long long) bytes, reason),
+				 errdetail_plural("Inserts search the btrees of partitions without a filter; %llu filter has been refused since the server started.",
+								  "Inserts search the btrees of partitions without a filter; %llu filters have been refused since the server started.",
+								  refused, (unsigned long long) refused)));
+	else
+		ereport(LOG,
+				(errmsg("gunique could not make a key filter of %llu bytes: key filters use %llu bytes of the %llu that gunique.filter_memory allows",
+						(unsigned long long) bytes, (unsigned long long) used,
+						(unsigned long long) filter_memory_limit()),
+				 errdetail_plural("Inserts search the btrees of partitions without a filter; %llu filter has been refused since the server started.",
+								  "Inserts search the btrees of partitions without a filter; %llu filters have been refused since the server started.",
+								  refused, (unsigned long long) refused),
+				 errhint("Increase gunique.filter_memory: key filters take from 2 to 9 bytes for each key of a table with a gunique index.")));
+}
+
+/*
+ * Allocate "bytes" of the area, zeroed; InvalidDsaPointer if the limit
+ * leaves no room, or if growing the area failed.  Growing creates a
+ * dynamic shared memory segment, which raises an error when the system
+ * cannot make one: it runs in a subtransaction, so that the error costs a
+ * filter and not the caller's statement.  The caller holds no LWLock (the
+ * subtransaction's abort would release them all).
+ */
+static dsa_pointer
+filter_dsa_allocate(Size bytes)
+{
+	MemoryContext oldcxt = CurrentMemoryContext;
+	ResourceOwner oldowner = CurrentResourceOwner;
+	dsa_area   *area = filter_area_get();
+	size_t		limit = filter_memory_limit();
+	dsa_pointer dp = InvalidDsaPointer;
+
+	if (!IsTransactionState() || IsInParallelMode())
+		return InvalidDsaPointer;
+	LWLockAcquire(filter_lock, LW_EXCLUSIVE);
+	if (arena->limit != limit)
 	{
-		offset = arena->used;
-		arena->used += sizeof(FilterHeader) + bytes;
-		return offset;
+		dsa_set_size_limit(area, limit);
+		arena->limit = limit;
 	}
-	for (int c = sizeclass; c <= FILTER_MAX_CLASS && offset == 0; c++)
+	LWLockRelease(filter_lock);
+
+	BeginInternalSubTransaction(NULL);
+	MemoryContextSwitchTo(oldcxt);
+	PG_TRY();
 	{
-		if (arena->freelist[c] == 0)
-			continue;
-		offset = arena->freelist[c];
-		arena->freelist[c] = filter_at(offset)->h.nextfree;
-		*blockclass = c;
+		dp = dsa_allocate_extended(area, bytes, DSA_ALLOC_HUGE |
+								   DSA_ALLOC_NO_OOM | DSA_ALLOC_ZERO);
+		ReleaseCurrentSubTransaction();
+		MemoryContextSwitchTo(oldcxt);
+		CurrentResourceOwner = oldowner;
 	}
-	return offset;
+	PG_CATCH();
+	{
+		ErrorData  *edata;
+
+		MemoryContextSwitchTo(oldcxt);
+		edata = CopyErrorData();
+		FlushErrorState();
+		RollbackAndReleaseCurrentSubTransaction();
+		MemoryContextSwitchTo(oldcxt);
+		CurrentResourceOwner = oldowner;
+		if (edata->sqlerrcode == ERRCODE_QUERY_CANCELED)
+		{
+			/* a cancel comes back at the caller's next interrupt check */
+			QueryCancelPending = true;
+			InterruptPending = true;
+		}
+		else
+			filter_refused(bytes, edata->message);
+		FreeErrorData(edata);
+		return InvalidDsaPointer;
+	}
+	PG_END_TRY();
+	if (!DsaPointerIsValid(dp))
+		filter_refused(bytes, NULL);
+	return dp;
 }
 
 /*
@@ -398,73 +594,107 @@ filter_take_block(int sizeclass, int *blockclass)
 uint64
 gunique_filter_alloc(uint64 keys, bool tagged)
 {
-	int			sizeclass = FILTER_MIN_CLASS;
-	int			bloomclass;
-	int			blockclass;
+	uint64		nblocks;
+	uint64		shape;
 	uint64		bytes;
-	uint64		offset;
+	dsa_pointer dp;
+	dsa_pointer aligned;
 	FilterHeader *f;
 
-	while (sizeclass < FILTER_MAX_CLASS - 1 &&
-		   (UINT64CONST(1) << sizeclass) * 8 < keys * FILTER_BITS_PER_KEY)
-		sizeclass++;
-	bloomclass = sizeclass;
-	if (tagged)
-		sizeclass++;
-	bytes = UINT64CONST(1) << sizeclass;
-
-	LWLockAcquire(arena_lock, LW_EXCLUSIVE);
-	offset = filter_take_block(sizeclass, &blockclass);
-	if (offset != 0)
-		arena->nlive++;
-	LWLockRelease(arena_lock);
-	if (offset == 0)
+	if (!gunique_filter_arena_ready())
 		return 0;
+	LWLockAcquire(filter_lock, LW_SHARED);
+	if (arena->frozen)
+	{
+		LWLockRelease(filter_lock);
+		return 0;
+	}
+	LWLockRelease(filter_lock);
+	/* FILTER_BITS_PER_KEY bits a key, 512 bits a block */
+	nblocks = (keys * FILTER_BITS_PER_KEY + 511) / 512;
+	nblocks = Min(Max(nblocks, FILTER_MIN_BLOCKS), FILTER_MAX_BLOCKS);
+	shape = filter_shape(nblocks);
+	nblocks = filter_nblocks(shape);
+	/* the header and the bits (twice as many with tags), aligned to 64 */
+	bytes = nblocks * 64 * (tagged ? 2 : 1) + sizeof(FilterHeader) + 64;
 
-	f = filter_at(offset);
-	memset(f + 1, 0, bytes);
-	pg_atomic_init_u64(&f->h.capacity,
-					   (UINT64CONST(1) << bloomclass) * 8 / FILTER_BITS_PER_KEY);
+	dp = filter_dsa_allocate(bytes);
+	if (!DsaPointerIsValid(dp))
+		return 0;
+	aligned = TYPEALIGN(64, dp);
+	f = (FilterHeader *) dsa_get_address(filter_area_get(), aligned);
+	Assert(((uintptr_t) f & 63) == 0);
+	Assert((aligned & FILTER_REF_SHAPE) == 0);
+	pg_atomic_init_u64(&f->h.capacity, nblocks * 512 / FILTER_BITS_PER_KEY);
 	pg_atomic_init_u64(&f->h.nkeys, 0);
 	pg_atomic_init_u32(&f->h.tags_lost, 0);
-	f->h.nextfree = 0;
-	f->h.sizeclass = sizeclass;
-	f->h.blockclass = blockclass;
+	f->h.allocated = dp;
+	f->h.bytes = bytes;
+	LWLockAcquire(filter_lock, LW_EXCLUSIVE);
+	arena->nlive++;
+	arena->bytes += bytes;
+	LWLockRelease(filter_lock);
 	pg_write_barrier();
-	/* bloom blocks of 64 bytes: 2^(bloomclass - 6) of them */
-	return offset | (bloomclass - 6) | (tagged ? FILTER_REF_TAGGED : 0);
+	return (uint64) aligned | shape | (tagged ? FILTER_REF_TAGGED : 0);
 }
 
-/*
- * Give a filter's block back.  Free blocks are never merged, so the last
- * filter to go takes the whole arena back to its unused state: after a
- * table's indexes are all dropped or rebuilt, blocks of any size can be
- * carved again.
- */
+/* Give a filter's memory back to the area. */
 void
 gunique_filter_free(uint64 ref)
 {
 	FilterHeader *f = filter_at(ref);
+	dsa_pointer dp = f->h.allocated;
+	uint64		bytes = f->h.bytes;
 
-	LWLockAcquire(arena_lock, LW_EXCLUSIVE);
-	f->h.nextfree = arena->freelist[f->h.blockclass];
-	arena->freelist[f->h.blockclass] =
-		ref & ~(FILTER_REF_LOG2_MASK | FILTER_REF_TAGGED);
+	dsa_free(filter_area_get(), dp);
+	LWLockAcquire(filter_lock, LW_EXCLUSIVE);
 	Assert(arena->nlive > 0);
-	if (--arena->nlive == 0)
-	{
-		arena->used = 64;
-		memset(arena->freelist, 0, sizeof(arena->freelist));
-	}
-	LWLockRelease(arena_lock);
+	arena->nlive--;
+	arena->bytes -= bytes;
+	LWLockRelease(filter_lock);
 }
 
+/*
+ * At shutdown, before the filters are saved (persist.c): no filter is made
+ * from now on, so that no build begins while they are copied.
+ */
+void
+gunique_filter_freeze(void)
+{
+	LWLockAcquire(filter_lock, LW_EXCLUSIVE);
+	arena->frozen = true;
+	LWLockRelease(filter_lock);
+}
+
+/* The keeper starts (again): filters may be made. */
+void
+gunique_filter_thaw(void)
+{
+	LWLockAcquire(filter_lock, LW_EXCLUSIVE);
+	arena->frozen = false;
+	LWLockRelease(filter_lock);
+}
 
 /* Could filters be made at all? */
 bool
 gunique_filter_arena_ready(void)
 {
-	return arena != NULL;
+	return arena != NULL && gunique_filter_memory != 0;
+}
+
+/* What gunique_filter_memory() shows. */
+void
+gunique_filter_memory_usage(GuniqueFilterMemory *usage)
+{
+	memset(usage, 0, sizeof(GuniqueFilterMemory));
+	usage->limit = filter_memory_limit();
+	if (arena == NULL)
+		return;
+	LWLockAcquire(filter_lock, LW_SHARED);
+	usage->bytes = arena->bytes;
+	usage->filters = arena->nlive;
+	usage->refused = arena->refused;
+	LWLockRelease(filter_lock);
 }
 
 /* About how many keys the filter holds. */
@@ -472,6 +702,15 @@ uint64
 gunique_filter_count(uint64 ref)
 {
 	return pg_atomic_read_u64(&filter_at(ref)->h.nkeys);
+}
+
+/* Does the filter hold more keys than it was made for? */
+bool
+gunique_filter_full(uint64 ref)
+{
+	FilterHeader *f = filter_at(ref);
+
+	return pg_atomic_read_u64(&f->h.nkeys) > pg_atomic_read_u64(&f->h.capacity);
 }
 
 /* Count "n" keys set without counting (gunique_filter_set's "count"). */
@@ -490,4 +729,79 @@ void
 gunique_filter_set_capacity(uint64 ref, uint64 capacity)
 {
 	pg_atomic_write_u64(&filter_at(ref)->h.capacity, capacity);
+}
+
+/*
+ * A filter to save (persist.c): its shape and counts in *saved, and its
+ * bits, read in place.
+ */
+char *
+gunique_filter_saved(uint64 ref, GuniqueFilterSaved *saved)
+{
+	FilterHeader *f = filter_at(ref);
+	uint64		nbytes = filter_nblocks(ref) * 64;
+
+	if (ref & FILTER_REF_TAGGED)
+		nbytes *= 2;
+	saved->shape = ref & FILTER_REF_SHAPE;
+	saved->capacity = pg_atomic_read_u64(&f->h.capacity);
+	saved->nkeys = pg_atomic_read_u64(&f->h.nkeys);
+	saved->tags_lost = pg_atomic_read_u32(&f->h.tags_lost);
+	saved->nbytes = nbytes;
+	return (char *) (f + 1);
+}
+
+/*
+ * In the postmaster at start, before any other process exists: a filter of
+ * the saved shape from the area's first segment (sized for the saved
+ * filters: no segment is made), its bits to be copied into *bits.  Returns
+ * its reference, or 0 if the shape is not one of a filter's or there is
+ * no room.
+ */
+uint64
+gunique_filter_load(const GuniqueFilterSaved *saved, char **bits)
+{
+	uint64		nblocks = filter_nblocks(saved->shape);
+	bool		tagged = (saved->shape & FILTER_REF_TAGGED) != 0;
+	uint64		nbytes;
+	uint64		bytes;
+	dsa_pointer dp;
+	dsa_pointer aligned;
+	FilterHeader *f;
+
+	Assert(!IsUnderPostmaster);
+	if (startup_area == NULL || (saved->shape & ~FILTER_REF_SHAPE) != 0 ||
+		nblocks < FILTER_MIN_BLOCKS || nblocks > FILTER_MAX_BLOCKS ||
+		filter_shape(nblocks) != (saved->shape & ~FILTER_REF_TAGGED))
+		return 0;
+	nbytes = nblocks * 64 * (tagged ? 2 : 1);
+	if (nbytes != saved->nbytes)
+		return 0;
+	bytes = nbytes + sizeof(FilterHeader) + 64;
+	dp = dsa_allocate_extended(startup_area, bytes, DSA_ALLOC_HUGE |
+							   DSA_ALLOC_NO_OOM | DSA_ALLOC_ZERO);
+	if (!DsaPointerIsValid(dp))
+		return 0;
+	aligned = TYPEALIGN(64, dp);
+	f = (FilterHeader *) dsa_get_address(startup_area, aligned);
+	pg_atomic_init_u64(&f->h.capacity, saved->capacity);
+	pg_atomic_init_u64(&f->h.nkeys, saved->nkeys);
+	pg_atomic_init_u32(&f->h.tags_lost, saved->tags_lost);
+	f->h.allocated = dp;
+	f->h.bytes = bytes;
+	arena->nlive++;
+	arena->bytes += bytes;
+	*bits = (char *) (f + 1);
+	return (uint64) aligned | saved->shape;
+}
+
+/* The postmaster has loaded what it could: the area may grow again. */
+void
+gunique_filter_load_done(void)
+{
+	if (startup_area == NULL)
+		return;
+	dsa_set_size_limit(startup_area, filter_memory_limit());
+	arena->limit = 0;			/* set again at the next allocation */
+	startup_area = NULL;
 }

@@ -1,7 +1,7 @@
 /*-------------------------------------------------------------------------
  *
  * filter.h
- *	  The key filter arena: blocked bloom filters in shared memory.
+ *	  Key filters: blocked bloom filters in dynamic shared memory.
  *
  *-------------------------------------------------------------------------
  */
@@ -23,12 +23,40 @@ typedef struct GuniqueFilterKey
 	uint64		masks[GUNIQUE_FILTER_BLOCK_WORDS];
 } GuniqueFilterKey;
 
+/* What the filters take of shared memory (gunique_filter_memory()). */
+typedef struct GuniqueFilterMemory
+{
+	uint64		limit;			/* bytes filters may take */
+	uint64		bytes;			/* bytes they take */
+	uint64		filters;		/* filters there are */
+	uint64		refused;		/* filters not made since the server started */
+} GuniqueFilterMemory;
+
+/* A filter as saved at shutdown and loaded at start (persist.c). */
+typedef struct GuniqueFilterSaved
+{
+	uint64		shape;			/* the reference's shape bits: its number of
+								 * blocks, tagged or not (filter.c) */
+	uint64		capacity;
+	uint64		nkeys;
+	uint32		tags_lost;
+	uint64		nbytes;			/* of its bits, bloom and tag parts */
+} GuniqueFilterSaved;
+
 extern int	gunique_filter_memory;
 extern bool gunique_key_filters;
 
 extern void gunique_filter_shmem_request(void);
 extern void gunique_filter_shmem_startup(void);
 extern bool gunique_filter_arena_ready(void);
+extern void gunique_filter_freeze(void);
+extern void gunique_filter_thaw(void);
+extern void gunique_filter_memory_usage(GuniqueFilterMemory *usage);
+extern void gunique_filter_set_inplace_extra(uint64 bytes);
+extern char *gunique_filter_saved(uint64 ref, GuniqueFilterSaved *saved);
+extern uint64 gunique_filter_load(const GuniqueFilterSaved *saved,
+								  char **bits);
+extern void gunique_filter_load_done(void);
 
 /* Filters are named by a reference, 0 for none; see filter.c. */
 extern uint64 gunique_filter_alloc(uint64 keys, bool tagged);
@@ -36,6 +64,7 @@ extern void gunique_filter_free(uint64 ref);
 extern bool gunique_filter_set(uint64 ref, uint64 hash, int tag, bool count);
 extern void gunique_filter_set_alone(uint64 ref, uint64 hash, int tag);
 extern uint64 gunique_filter_count(uint64 ref);
+extern bool gunique_filter_full(uint64 ref);
 extern void gunique_filter_add_count(uint64 ref, uint64 n);
 extern void gunique_filter_set_capacity(uint64 ref, uint64 capacity);
 

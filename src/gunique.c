@@ -19,12 +19,14 @@
 #include "storage/ipc.h"
 #include "utils/guc.h"
 
+#include "builder.h"
 #include "compat.h"
 #include "ddl.h"
 #include "filter.h"
 #include "gunique.h"
 #include "keylock.h"
 #include "onconflict.h"
+#include "persist.h"
 #include "probescan.h"
 #include "scope.h"
 #include "stats.h"
@@ -46,8 +48,10 @@ gunique_shmem_request(void)
 		prev_shmem_request_hook();
 	gunique_keylock_shmem_request();
 	gunique_summary_shmem_request();
+	gunique_persist_shmem_request();	/* before the filters' size */
 	gunique_filter_shmem_request();
 	gunique_stats_shmem_request();
+	gunique_builder_shmem_request();
 }
 
 /*
@@ -66,6 +70,8 @@ gunique_shmem_startup(void)
 	gunique_summary_shmem_startup();
 	gunique_filter_shmem_startup();
 	gunique_stats_shmem_startup();
+	gunique_builder_shmem_startup();
+	gunique_persist_load();
 }
 
 void
@@ -82,11 +88,11 @@ _PG_init(void)
 							PGC_POSTMASTER, 0,
 							NULL, NULL, NULL);
 	DefineCustomIntVariable("gunique.filter_memory",
-							"Sets the shared memory for the key filters of gunique leaf indexes.",
-							"A probe skips a partition whose key filter rules the key out; without room for a filter a partition is always probed.  0 turns key filters off.",
+							"Sets the most shared memory the key filters of gunique indexes may take.",
+							"Filters take memory as they are made, up to this limit; -1 sets it to a sixteenth of the machine's memory.  A probe skips a partition whose key filter rules the key out; without room for a filter a partition is always searched.  0 makes no new filters.",
 							&gunique_filter_memory,
-							32 * 1024, 0, INT_MAX / 2,
-							PGC_POSTMASTER, GUC_UNIT_KB,
+							-1, -1, INT_MAX / 2,
+							PGC_SIGHUP, GUC_UNIT_KB,
 							NULL, NULL, NULL);
 	DefineCustomBoolVariable("gunique.key_filters",
 							 "Lets probes rule partitions out by their key filters.",
@@ -109,6 +115,7 @@ _PG_init(void)
 	gunique_probescan_init();
 	gunique_stats_init();
 	gunique_summary_init();
+	gunique_persist_init();
 }
 
 /*

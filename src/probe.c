@@ -24,7 +24,8 @@
  *	   for it, start again;
  *	 nothing: let own leaf's summary cover the key, insert into own leaf
  *	   (nbtree re-checks it); unlock;
- *	 then build the filters that the probe missed or own leaf outgrew.
+ *	 then ask for the filters that the probe missed or that own leaf or
+ *	   the group outgrew, which a background worker builds (builder.c).
  *
  * Why two inserters of equal keys never both insert, why nobody waits on a
  * waiter, and why the only deadlocks are genuine ones: src/README,
@@ -51,8 +52,10 @@
 #include "storage/predicate.h"
 #include "utils/rel.h"
 #include "utils/snapmgr.h"
+#include "utils/timestamp.h"
 
 #include "btread.h"
+#include "builder.h"
 #include "compat.h"
 #include "filter.h"
 #include "keepkey.h"
@@ -282,8 +285,7 @@ probe_group_excludes(GuniqueSummary *group_summary, GuniqueFilterKey *fkey,
 /*
  * Could any leaf of the group hold the key, as far as the group's filter
  * tells?  One cache line rules out every leaf for most new keys.  Notes in
- * the group when probes have checked enough leaves one by one to make the
- * group's filter worth building.
+ * the group when it has no filter, for the statement to ask for one.
  */
 static bool
 probe_group_needed(ProbeGroup *pg, GuniqueFilterKey *fkey, uint64 *counts)
@@ -294,16 +296,8 @@ probe_group_needed(ProbeGroup *pg, GuniqueFilterKey *fkey, uint64 *counts)
 		return true;
 	if (probe_group_excludes(summary, fkey, pg->ntargets, counts))
 		return false;
-	if (pg->self >= 0 && gunique_summary_filter_missing(summary))
-	{
-		if (pg->group_keys == 0)
-			for (int i = 0; i < pg->ntargets; i++)
-				pg->group_keys +=
-					gunique_summary_keys_estimate(pg->targets[i]->index) + 1;
-		if (gunique_summary_group_checked(summary, pg->ntargets,
-										  pg->group_keys))
-			pg->group_filter_wanted = pg->filters_wanted = true;
-	}
+	if (gunique_summary_filter_missing(summary))
+		pg->group_filter_wanted = true;
 	return true;
 }
 
@@ -622,52 +616,25 @@ probe_wait(ProbeFinding *finding)
 }
 
 /*
- * With the key lock released: build the filters of the leaves that the
- * probe searched for want of one, a bigger one for own leaf if it outgrew
- * its filter, and the group's (summary.c decides whether it may).  The
- * statement holds every leaf of the group open.
+ * With the key lock released: ask for the filters of the group that the
+ * probe missed, or that own leaf or the group outgrew, at most every
+ * PROBE_ASK_MS in a statement.  A background worker builds them
+ * (builder.c); the statement goes on.
  */
+#define PROBE_ASK_MS 100
+
 static void
-build_filters(ProbeGroup *pg, Relation index, int cover)
+ask_filters(ProbeGroup *pg, Relation index)
 {
-	if (pg->filters_wanted)
-	{
-		pg->filters_wanted = false;
-		for (int i = 0; i < pg->ntargets; i++)
-			if (pg->summaries[i] != NULL &&
-				gunique_summary_filter_due(pg->summaries[i],
-										   pg->targets[i]->filter_after))
-				gunique_summary_build_filter(pg->summaries[i],
-											 pg->targets[i]->index,
-											 pg->group_summary);
-		/* a light group's leaves opened for their tags */
-		for (int i = 0; pg->ll != NULL && i < pg->ll->n; i++)
-		{
-			ProbeScan  *ps = pg->ll->scans[i];
+	TimestampTz now = GetCurrentTimestamp();
 
-			if (ps != NULL && ps->summary != NULL &&
-				gunique_summary_filter_due(ps->summary, ps->filter_after))
-				gunique_summary_build_filter(ps->summary, ps->index,
-											 pg->group_summary);
-		}
-	}
-	if (cover & GUNIQUE_COVER_LEAF_FULL)
-		gunique_summary_build_filter(pg->own_summary, index,
-									 pg->group_summary);
-	/* a group's filter is built from all its leaves, own leaf included */
-	if ((pg->group_filter_wanted || (cover & GUNIQUE_COVER_GROUP_FULL)) &&
-		pg->self >= 0 && pg->use_group_filter)
-	{
-		Relation   *leaves = palloc(sizeof(Relation) * pg->ntargets);
-
-		for (int i = 0; i < pg->ntargets; i++)
-			leaves[i] = pg->targets[i]->index;
-		gunique_summary_build_group_filter(pg->group_summary, leaves,
-										   pg->ntargets, index,
-										   &pg->tree_changed);
-		pfree(leaves);
-	}
+	pg->filters_wanted = false;
 	pg->group_filter_wanted = false;
+	if (pg->filters_asked != 0 &&
+		!TimestampDifferenceExceeds(pg->filters_asked, now, PROBE_ASK_MS))
+		return;
+	pg->filters_asked = now;
+	gunique_builder_request(pg->group, RelationGetRelid(index));
 }
 
 /*
@@ -840,9 +807,6 @@ gunique_probe_after_insert(GuniqueProbe *probe)
 	if (pg == NULL)
 		return;
 	LWLockRelease(probe->keylock);
-	if (pg->light && (probe->cover & GUNIQUE_COVER_GROUP_FULL))
-		pg = gunique_probegroup_whole(probe->indexInfo, probe->index,
-									  probe->skip_self);	/* to build it */
-	if (pg->filters_wanted || probe->cover != 0)
-		build_filters(pg, probe->index, probe->cover);
+	if (pg->filters_wanted || pg->group_filter_wanted || probe->cover != 0)
+		ask_filters(pg, probe->index);
 }

@@ -9,6 +9,7 @@
 #define GUNIQUE_PROBEGROUP_H
 
 #include "nodes/execnodes.h"
+#include "utils/timestamp.h"
 
 #include "probescan.h"
 #include "scope.h"
@@ -98,10 +99,8 @@ typedef struct ProbeGroup
 	Oid			group;
 	GuniqueSummary *group_summary;	/* NULL if the key is not summarized */
 	bool		use_group_filter;	/* the group has leaves enough */
-	uint64		group_keys;		/* keys the group seems to hold; 0 until
-								 * needed */
-	bool		group_filter_wanted;	/* worth building now */
-	char		tree_changed;	/* see gunique_summary_build_group_filter */
+	bool		group_filter_wanted;	/* missing, or outgrown */
+	TimestampTz filters_asked;	/* when the statement last asked for them */
 	LeafSummaryCopies *copies;	/* with the group's filter in use, else NULL */
 
 	/* A light group's leaves by tag, or NULL (see LightLeaves) */

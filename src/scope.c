@@ -865,6 +865,40 @@ gunique_scope_for_leaf(Relation index, GuniqueLeafPlace *place,
 }
 
 /*
+ * Lock every relation of the tree of leaf index "index" as
+ * gunique_scope_for_leaf(GUNIQUE_LOCK_ALL) does, but without waiting:
+ * false as soon as a lock is not to be had at once.  The locks taken are
+ * kept either way, for the caller's transaction to release.  For a caller
+ * that holds other locks and must never wait while it does (builder.c).
+ */
+bool
+gunique_scope_try_lock_all(Relation index)
+{
+	for (int tries = 0; tries < 3; tries++)
+	{
+		GuniqueLeafPlace place;
+		GuniqueScope *scope = gunique_scope_for_leaf(index, &place,
+													 GUNIQUE_LOCK_NONE);
+		uint64		generation = cache_generation;
+		int			n = scope->nlocks;
+		Oid		   *oids = palloc(sizeof(Oid) * Max(n, 1));
+		bool		locked = true;
+
+		/* locking may flush the cache, and the scope with it */
+		memcpy(oids, scope->lockoids, sizeof(Oid) * n);
+		for (int i = 0; i < n && locked; i++)
+			locked = ConditionalLockRelationOid(oids[i], AccessShareLock);
+		pfree(oids);
+		if (!locked)
+			return false;
+		/* the tree changed meanwhile: lock what it is now */
+		if (generation == cache_generation)
+			return true;
+	}
+	return false;
+}
+
+/*
  * Has this transaction changed, or may it still change, the tree of leaf
  * index "index" in a way that a rollback undoes: does it hold a lock
  * stronger than an inserter's on any of the tree's relations?  DETACH,

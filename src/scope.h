@@ -72,6 +72,7 @@ extern GuniqueScope *gunique_scope_for_leaf(Relation index,
 											 GuniqueScopeLock lock);
 
 extern uint64 gunique_scope_generation(void);
+extern bool gunique_scope_try_lock_all(Relation index);
 
 extern bool gunique_tree_changed_here(Relation index);
 

@@ -13,6 +13,7 @@
  */
 #include "postgres.h"
 
+#include "access/htup_details.h"
 #include "executor/executor.h"
 #include "fmgr.h"
 #include "funcapi.h"
@@ -25,6 +26,7 @@
 #include "utils/hsearch.h"
 #include "utils/memutils.h"
 
+#include "filter.h"
 #include "gunique.h"
 #include "stats.h"
 
@@ -58,6 +60,7 @@ static ExecutorEnd_hook_type prev_ExecutorEnd = NULL;
 
 PG_FUNCTION_INFO_V1(gunique_probe_stats);
 PG_FUNCTION_INFO_V1(gunique_probe_stats_reset);
+PG_FUNCTION_INFO_V1(gunique_filter_memory_info);
 
 void
 gunique_stats_shmem_request(void)
@@ -239,4 +242,27 @@ gunique_probe_stats_reset(PG_FUNCTION_ARGS)
 			hash_search(shared_stats, &entry->tag, HASH_REMOVE, NULL);
 	LWLockRelease(stats_lock);
 	PG_RETURN_VOID();
+}
+
+/*
+ * gunique_filter_memory(): what the key filters take of shared memory, the
+ * limit, and how many filters were not made since the server started.
+ */
+Datum
+gunique_filter_memory_info(PG_FUNCTION_ARGS)
+{
+	TupleDesc	tupdesc;
+	GuniqueFilterMemory usage;
+	Datum		values[4];
+	bool		nulls[4] = {0};
+
+	if (get_call_result_type(fcinfo, NULL, &tupdesc) != TYPEFUNC_COMPOSITE)
+		elog(ERROR, "return type must be a row type");
+	gunique_filter_memory_usage(&usage);
+	values[0] = Int64GetDatum((int64) usage.limit);
+	values[1] = Int64GetDatum((int64) usage.bytes);
+	values[2] = Int64GetDatum((int64) usage.filters);
+	values[3] = Int64GetDatum((int64) usage.refused);
+	PG_RETURN_DATUM(HeapTupleGetDatum(heap_form_tuple(BlessTupleDesc(tupdesc),
+													  values, nulls)));
 }

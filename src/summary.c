@@ -13,13 +13,14 @@
  * or a rollback does to them, and the count of changes that lets probes
  * keep copies.  The proofs are in src/README (invariants 5 and 6).
  *
- * Entries are never removed: a dropped index's entry is cleared (its
- * filters freed), and an index OID that comes back is reset by its build.
- * When the table is full, new leaves go without a summary and are always
- * searched.  Summaries live only in shared memory: after a restart, crash
- * recovery or promotion every range is invalid until a probe computes it
- * again with two btree descents, and filters are built again by probes
- * that search leaves without one.
+ * A dropped index's entry is cleared (its filters freed), and an index
+ * OID that comes back is reset by its build; a dropped database's entries
+ * are removed.  When the table is full, new leaves go without a summary
+ * and are always searched.  Summaries live in shared memory: after a clean
+ * shutdown they are saved and loaded at the next start (persist.c);
+ * otherwise (crash recovery, a standby, promotion) every range is invalid
+ * until a probe computes it again with two btree descents, and filters are
+ * built again in the background (builder.c).
  *
  *-------------------------------------------------------------------------
  */
@@ -107,10 +108,24 @@ typedef struct SummaryFill
 								 * changes to bump on publishing, or NULL */
 } SummaryFill;
 
+/*
+ * The range of a leaf the merge reads whole: its smallest and largest keys,
+ * which make the leaf's range valid when the merge ends (src/README,
+ * invariant 5).
+ */
+typedef struct SummaryRangeFill
+{
+	GuniqueSummary *summary;	/* NULL: the leaf has no range to make */
+	bool		any;			/* a key with a range image was read */
+	uint64		min;
+	uint64		max;
+} SummaryRangeFill;
+
 struct GuniqueSummaryMerge
 {
 	int			nleaves;
 	SummaryFill *leaves;		/* one per leaf of the merge */
+	SummaryRangeFill *ranges;	/* one per leaf of the merge */
 	SummaryFill group;			/* the tree's group filter */
 	int		   *tags;			/* each leaf's tag in it */
 	GuniqueKeyMap keymap;		/* the tree's keys' hash */
@@ -367,6 +382,15 @@ summary_widen_by_end(GuniqueSummary *summary, Relation heap, Relation index,
 		summary_widen(summary, gunique_keymap_order(summary->typid, value));
 }
 
+/* A range being computed when its computer fails: invalid again. */
+static void
+summary_prepare_cleanup(int code, Datum arg)
+{
+	GuniqueSummary *summary = (GuniqueSummary *) DatumGetPointer(arg);
+
+	pg_atomic_write_u32(&summary->state, SUMMARY_INVALID);
+}
+
 /*
  * Make an invalid range valid, before a probe relies on it: widen it by
  * the btree's smallest and largest keys.  Only one backend computes; the
@@ -385,17 +409,14 @@ gunique_summary_prepare(GuniqueSummary *summary, Relation heap,
 										SUMMARY_COMPUTING))
 		return;
 
-	PG_TRY();
+	/* an error, or a FATAL (a terminated backend), leaves it invalid */
+	PG_ENSURE_ERROR_CLEANUP(summary_prepare_cleanup, PointerGetDatum(summary));
 	{
 		summary_widen_by_end(summary, heap, index, ForwardScanDirection);
 		summary_widen_by_end(summary, heap, index, BackwardScanDirection);
 	}
-	PG_CATCH();
-	{
-		pg_atomic_write_u32(&summary->state, SUMMARY_INVALID);
-		PG_RE_THROW();
-	}
-	PG_END_TRY();
+	PG_END_ENSURE_ERROR_CLEANUP(summary_prepare_cleanup,
+								PointerGetDatum(summary));
 
 	expected = SUMMARY_COMPUTING;
 	(void) pg_atomic_compare_exchange_u32(&summary->state, &expected,
@@ -505,11 +526,54 @@ gunique_summary_index_dropped(Oid indexoid)
 	summary_clear(indexoid, true, InvalidOid);
 }
 
+/*
+ * A database is dropped, or made with an OID that a dropped one had: no
+ * entry of its indexes may outlive it, to be saved at shutdown or trusted
+ * by indexes that a new database copied from its template with the same
+ * OIDs (src/README, "Saved filters").  No backend is connected to it.
+ */
+void
+gunique_summary_database_gone(Oid dbid)
+{
+	HASH_SEQ_STATUS status;
+	GuniqueSummary *summary;
+	List	   *refs = NIL;
+	ListCell   *lc;
+
+	if (summaries == NULL)
+		return;
+	LWLockAcquire(summaries_lock, LW_EXCLUSIVE);
+	hash_seq_init(&status, summaries);
+	while ((summary = hash_seq_search(&status)) != NULL)
+	{
+		DetachedFilters *r;
+
+		if (summary->tag.dbid != dbid)
+			continue;
+		r = palloc(sizeof(DetachedFilters));
+		pg_atomic_write_u32(&summary->state, SUMMARY_INVALID);
+		summary_detach_filters(summary, r);
+		refs = lappend(refs, r);
+		/* removing the entry just returned is allowed during a scan */
+		(void) hash_search(summaries, &summary->tag, HASH_REMOVE, NULL);
+	}
+	LWLockRelease(summaries_lock);
+	foreach(lc, refs)
+		summary_free_detached((DetachedFilters *) lfirst(lc));
+	list_free_deep(refs);
+}
+
 /* About how many keys a leaf holds, judged by its size. */
 uint64
 gunique_summary_keys_estimate(Relation index)
 {
-	return (uint64) RelationGetNumberOfBlocks(index) * FILTER_KEYS_PER_PAGE;
+	uint64		byblocks = (uint64) RelationGetNumberOfBlocks(index) *
+		FILTER_KEYS_PER_PAGE;
+
+	/* the count of the last build or VACUUM, unless the leaf grew since */
+	if (index->rd_rel->reltuples > 0)
+		return Max(byblocks, (uint64) index->rd_rel->reltuples);
+	return byblocks;
 }
 
 /*
@@ -540,6 +604,22 @@ gunique_summary_filter_missing(GuniqueSummary *summary)
 }
 
 /*
+ * Has the entry outgrown its filter, with no bigger one on its way?  (Its
+ * inserts ask for a bigger one; a build in the background may be asked
+ * for it again later.)
+ */
+bool
+gunique_summary_filter_full(GuniqueSummary *summary)
+{
+	uint64		ref = pg_atomic_read_u64(&summary->filter);
+
+	return gunique_filter_arena_ready() && ref != 0 &&
+		pg_atomic_read_u64(&summary->filter_next) == 0 &&
+		pg_atomic_read_u32(&summary->filter_busy) == 0 &&
+		gunique_filter_full(ref);
+}
+
+/*
  * How many searches of a leaf without a filter a build is worth: building
  * reads every entry, about as costly as FILTER_BUILD_COST entries per
  * search.  A leaf searched rarely (keys that mostly follow the partitioning)
@@ -567,22 +647,6 @@ gunique_summary_searched(GuniqueSummary *summary, Relation index,
 	if (*threshold == 0)
 		*threshold = summary_filter_threshold(index);
 	return pg_atomic_add_fetch_u32(&summary->filter_searches, 1) >= *threshold;
-}
-
-/*
- * A probe checked "n" leaves of a group that has no group filter: is it
- * time to build one?  Checking a leaf costs about what reading one entry
- * of a btree costs, so the filter is worth building once probes have
- * checked as many leaves as the group holds keys ("keys", found by the
- * caller once per statement).
- */
-bool
-gunique_summary_group_checked(GuniqueSummary *group, uint32 n, uint64 keys)
-{
-	uint32		threshold = (uint32) Min(Max(keys, 16), PG_UINT32_MAX / 2);
-
-	return gunique_summary_filter_missing(group) &&
-		pg_atomic_add_fetch_u32(&group->filter_searches, n) >= threshold;
 }
 
 /* Did probes of this statement find the leaf worth a filter? */
@@ -646,7 +710,8 @@ gunique_summary_cover(GuniqueSummary *summary, GuniqueSummary *group,
 
 /*
  * How many keys a new filter should be made for: what the leaves seem to
- * hold, or twice what the filter it replaces was given.
+ * hold, or what the filter it replaces holds, and a quarter more, so that
+ * a growing leaf is read again only after it has grown by a quarter.
  */
 static uint64
 summary_filter_keys_wanted(GuniqueSummary *summary, uint64 estimate)
@@ -655,7 +720,8 @@ summary_filter_keys_wanted(GuniqueSummary *summary, uint64 estimate)
 	uint64		keys = estimate;
 
 	if (current != 0)
-		keys = Max(keys, 2 * gunique_filter_count(current));
+		keys = Max(keys, gunique_filter_count(current));
+	keys += keys / 4;
 	return Max(keys, FILTER_MIN_KEYS);
 }
 
@@ -850,6 +916,20 @@ summary_fill_leaf(SummaryFill *fill, Relation index)
 }
 
 /*
+ * A build that failed: stop inserts from setting bits in its filter, take
+ * the barrier, free it and let the entry be built again.
+ */
+static void
+summary_build_cleanup(int code, Datum arg)
+{
+	SummaryFill *fill = (SummaryFill *) DatumGetPointer(arg);
+
+	summary_fill_abort(fill);
+	gunique_keylock_barrier();
+	summary_fill_done(fill);
+}
+
+/*
  * Give an entry a filter, or a bigger one, from the btrees of its leaves,
  * while inserts go on: publish it for inserts, take the barrier, read the
  * leaves, publish it for probes, take the barrier again and free the old
@@ -870,20 +950,14 @@ summary_build(GuniqueSummary *summary, Relation *indexes, int n,
 	if (!summary_fill_begin(&fill, summary, estimate, false, tagged))
 		return;
 	fill.group = group;
-	PG_TRY();
+	/* an error, or a FATAL (a terminated worker), lets the entry go */
+	PG_ENSURE_ERROR_CLEANUP(summary_build_cleanup, PointerGetDatum(&fill));
 	{
 		gunique_keylock_barrier();
 		for (int i = 0; i < n; i++)
 			summary_fill_leaf(&fill, indexes[i]);
 	}
-	PG_CATCH();
-	{
-		summary_fill_abort(&fill);
-		gunique_keylock_barrier();
-		summary_fill_done(&fill);
-		PG_RE_THROW();
-	}
-	PG_END_TRY();
+	PG_END_ENSURE_ERROR_CLEANUP(summary_build_cleanup, PointerGetDatum(&fill));
 	summary_fill_publish(&fill);
 	if (fill.old != 0)
 		gunique_keylock_barrier();
@@ -977,6 +1051,7 @@ gunique_summary_merge_begin(Relation topindex, Relation *leaves, bool *whole,
 	 */
 	merge->nleaves = n;
 	merge->leaves = palloc0(sizeof(SummaryFill) * Max(n, 1));
+	merge->ranges = palloc0(sizeof(SummaryRangeFill) * Max(n, 1));
 	merge->tags = palloc(sizeof(int) * Max(n, 1));
 	merge->hashcxt = AllocSetContextCreate(CurrentMemoryContext,
 										   "gunique merge hashes",
@@ -989,6 +1064,8 @@ gunique_summary_merge_begin(Relation topindex, Relation *leaves, bool *whole,
 		merge->tags[i] = summary_index_tag(leaves[i]);
 		keys[i] = gunique_summary_keys_estimate(leaves[i]);
 		entries[i] = whole[i] ? gunique_summary_for(leaves[i]) : NULL;
+		if (entries[i] != NULL && OidIsValid(entries[i]->typid))
+			merge->ranges[i].summary = entries[i];
 		estimate += keys[i];
 		all = all && whole[i];
 	}
@@ -1028,8 +1105,18 @@ gunique_summary_merge_key(GuniqueSummaryMerge *merge, int leaf,
 						  Datum *values, bool *isnull)
 {
 	SummaryFill *fill = &merge->leaves[leaf];
+	SummaryRangeFill *range = &merge->ranges[leaf];
 	uint64		hash;
 
+	if (range->summary != NULL && !isnull[0])
+	{
+		uint64		order = gunique_keymap_order(range->summary->typid,
+												 values[0]);
+
+		range->min = range->any ? Min(range->min, order) : order;
+		range->max = range->any ? Max(range->max, order) : order;
+		range->any = true;
+	}
 	if (fill->summary == NULL && merge->group.summary == NULL)
 		return;
 	if ((++merge->nhashed & 1023) == 0)
@@ -1043,11 +1130,39 @@ gunique_summary_merge_key(GuniqueSummaryMerge *merge, int leaf,
 		summary_fill_hash(&merge->group, hash, merge->tags[leaf]);
 }
 
-/* Publish the filters once every entry is read, or drop them on error. */
+/*
+ * A leaf read whole, with its writers locked out: its smallest and largest
+ * keys are the btree's (entries dead to everyone aside), so its range is
+ * valid once widened by them, as gunique_summary_prepare would make it,
+ * and no probe of the tree's first statements has to read the btree's ends.
+ */
+static void
+summary_range_read_whole(SummaryRangeFill *range)
+{
+	uint32		expected = SUMMARY_INVALID;
+
+	if (range->summary == NULL ||
+		pg_atomic_read_u32(&range->summary->state) != SUMMARY_INVALID)
+		return;
+	if (range->any)
+	{
+		summary_widen(range->summary, range->min);
+		summary_widen(range->summary, range->max);
+	}
+	(void) pg_atomic_compare_exchange_u32(&range->summary->state, &expected,
+										  SUMMARY_VALID);
+}
+
+/*
+ * Publish the filters once every entry is read, or drop them on error; make
+ * the ranges of the leaves read whole valid.
+ */
 void
 gunique_summary_merge_end(GuniqueSummaryMerge *merge, bool complete)
 {
 	MemoryContextDelete(merge->hashcxt);
+	for (int i = 0; complete && i < merge->nleaves; i++)
+		summary_range_read_whole(&merge->ranges[i]);
 	for (int i = 0; i <= merge->nleaves; i++)
 	{
 		SummaryFill *fill = i < merge->nleaves ?
@@ -1061,4 +1176,104 @@ gunique_summary_merge_end(GuniqueSummaryMerge *merge, bool complete)
 			summary_fill_abort(fill);
 		summary_fill_done(fill);
 	}
+}
+
+/* Is a filter being built for any entry? */
+static bool
+summary_any_busy(void)
+{
+	HASH_SEQ_STATUS status;
+	GuniqueSummary *summary;
+	bool		busy = false;
+
+	LWLockAcquire(summaries_lock, LW_SHARED);
+	hash_seq_init(&status, summaries);
+	while (!busy && (summary = hash_seq_search(&status)) != NULL)
+		busy = pg_atomic_read_u32(&summary->filter_busy) != 0;
+	if (busy)
+		hash_seq_term(&status);
+	LWLockRelease(summaries_lock);
+	return busy;
+}
+
+/*
+ * At shutdown, once no backend is left (persist.c): a copy of every entry
+ * that has a valid range or a filter, palloc'd; *n of them.  A process
+ * that outlives the backends (a walsender can run SQL) must not free a
+ * filter while it is copied: no filter is made from now on, and builds
+ * under way are waited for.  NULL if one is still under way after
+ * "wait_ms".
+ */
+GuniqueSummarySaved *
+gunique_summary_save_all(int *n, int wait_ms)
+{
+	HASH_SEQ_STATUS status;
+	GuniqueSummary *summary;
+	GuniqueSummarySaved *all;
+	long		max;
+
+	*n = 0;
+	if (summaries == NULL)
+		return NULL;
+	gunique_filter_freeze();
+	for (int waited = 0; summary_any_busy(); waited += 10)
+	{
+		if (waited >= wait_ms)
+			return NULL;
+		pg_usleep(10000L);
+	}
+	LWLockAcquire(summaries_lock, LW_SHARED);
+	max = hash_get_num_entries(summaries);
+	all = palloc(sizeof(GuniqueSummarySaved) * Max(max, 1));
+	hash_seq_init(&status, summaries);
+	while ((summary = hash_seq_search(&status)) != NULL)
+	{
+		GuniqueSummarySaved *saved = &all[*n];
+
+		saved->tag = summary->tag;
+		saved->typid = summary->typid;
+		saved->state = pg_atomic_read_u32(&summary->state);
+		if (saved->state != SUMMARY_VALID)
+			saved->state = SUMMARY_INVALID;
+		saved->min = pg_atomic_read_u64(&summary->min);
+		saved->max = pg_atomic_read_u64(&summary->max);
+		saved->changes = pg_atomic_read_u64(&summary->changes);
+		saved->filter = pg_atomic_read_u64(&summary->filter);
+		if (saved->state == SUMMARY_VALID || saved->filter != 0)
+			(*n)++;
+		if (*n == max)
+		{
+			hash_seq_term(&status);
+			break;
+		}
+	}
+	LWLockRelease(summaries_lock);
+	return all;
+}
+
+/*
+ * In the postmaster at start, before any other process exists: an entry
+ * as it was at the last clean shutdown, its filter already loaded.  False
+ * if the table of entries is full.
+ */
+bool
+gunique_summary_load(const GuniqueSummarySaved *saved)
+{
+	GuniqueSummary *summary;
+	bool		found;
+
+	Assert(!IsUnderPostmaster);
+	summary = hash_search(summaries, &saved->tag, HASH_ENTER_NULL, &found);
+	if (summary == NULL || found)
+		return false;
+	summary->typid = saved->typid;
+	pg_atomic_init_u32(&summary->state, saved->state);
+	pg_atomic_init_u64(&summary->min, saved->min);
+	pg_atomic_init_u64(&summary->max, saved->max);
+	pg_atomic_init_u64(&summary->changes, saved->changes);
+	pg_atomic_init_u64(&summary->filter, saved->filter);
+	pg_atomic_init_u64(&summary->filter_next, 0);
+	pg_atomic_init_u32(&summary->filter_busy, 0);
+	pg_atomic_init_u32(&summary->filter_searches, 0);
+	return true;
 }

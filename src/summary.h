@@ -72,6 +72,19 @@ typedef struct GuniqueSummaryCopy
 /* The merge's filling of the filters of the leaves it reads (merge.c). */
 typedef struct GuniqueSummaryMerge GuniqueSummaryMerge;
 
+/* An entry as saved at shutdown and loaded at start (persist.c). */
+typedef struct GuniqueSummarySaved
+{
+	SummaryTag	tag;
+	Oid			typid;
+	uint32		state;			/* of the range: only a valid one is kept */
+	uint64		min;
+	uint64		max;
+	uint64		changes;
+	uint64		filter;			/* saving: the reference; loading: the new
+								 * one, or 0 */
+} GuniqueSummarySaved;
+
 extern int	gunique_max_summaries;
 
 extern void gunique_summary_shmem_request(void);
@@ -85,10 +98,9 @@ extern uint64 gunique_summary_keys_estimate(Relation index);
 
 /* Probes */
 extern bool gunique_summary_filter_missing(GuniqueSummary *summary);
+extern bool gunique_summary_filter_full(GuniqueSummary *summary);
 extern bool gunique_summary_searched(GuniqueSummary *summary, Relation index,
 									 uint32 *threshold);
-extern bool gunique_summary_group_checked(GuniqueSummary *group, uint32 n,
-										  uint64 keys);
 extern int	gunique_summary_cover(GuniqueSummary *summary,
 								  GuniqueSummary *group,
 								  GuniqueKeyImage *key, Relation index);
@@ -106,6 +118,9 @@ extern void gunique_summary_build_group_filter(GuniqueSummary *group,
 /* DDL */
 extern void gunique_summary_leaf_rebuilt(Relation index);
 extern void gunique_summary_index_dropped(Oid indexoid);
+extern void gunique_summary_database_gone(Oid dbid);
+extern GuniqueSummarySaved *gunique_summary_save_all(int *n, int wait_ms);
+extern bool gunique_summary_load(const GuniqueSummarySaved *saved);
 extern GuniqueSummaryMerge *gunique_summary_merge_begin(Relation topindex,
 														Relation *leaves,
 														bool *whole, int n);

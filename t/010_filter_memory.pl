@@ -8,7 +8,8 @@
 # free-list link) it could corrupt, so that two leaves shared memory and
 # one's filter could lose keys.
 #
-# Several trees are built in turn in 64 kB of filter memory, with keys of
+# Several trees are built in turn in 64 kB of filter memory (256 kB: the
+# area's first segment), with keys of
 # two kinds (bigint, and text e-mail addresses); then keys are inserted,
 # every duplicate across partitions must still be refused, and
 # gunique_verify finds nothing.
@@ -68,5 +69,40 @@ INSERT INTO t$round SELECT i % 21000, $gen FROM generate_series(45001, 60000) i;
 }
 
 ok($node->safe_psql('postgres', 'SELECT 1') eq '1', 'the server is still up');
+
+# The refusals are counted and logged, with the limit (the area's first
+# segment, 256 kB, whatever is set below it).
+is( $node->safe_psql(
+		'postgres',
+		'SELECT limit_bytes = 256 * 1024, filters_refused > 0, used_bytes > 0 FROM gunique_filter_memory()'),
+	't|t|t',
+	'gunique_filter_memory() shows the limit, the bytes used and the filters refused');
+ok( $node->log_contains(
+		qr/LOG:  gunique could not make a key filter of \d+ bytes: key filters use \d+ bytes of the 262144 that gunique.filter_memory allows/
+	),
+	'a filter refused for want of room is logged');
+
+# A bigger limit takes effect at a reload: a new table gets its filters.
+my $before = $node->safe_psql('postgres',
+	'SELECT filters FROM gunique_filter_memory()');
+$node->safe_psql('postgres', "ALTER SYSTEM SET gunique.filter_memory = '64MB'");
+$node->reload;
+$node->safe_psql(
+	'postgres', q{
+CREATE TABLE big (a int NOT NULL, k bigint) PARTITION BY RANGE (a);
+SELECT format('CREATE TABLE big_%s PARTITION OF big FOR VALUES FROM (%s) TO (%s)',
+			  p, p * 10000, (p + 1) * 10000) FROM generate_series(0, 19) p \gexec
+INSERT INTO big SELECT i, i * 7 FROM generate_series(0, 199999) i;
+CREATE UNIQUE INDEX big_k ON big USING gunique (k);
+});
+is( $node->safe_psql(
+		'postgres',
+		"SELECT limit_bytes = 64 * 1024 * 1024, filters >= $before + 21 FROM gunique_filter_memory()"
+	),
+	't|t',
+	'after a reload with a bigger limit, a new tree gets a filter per partition and one for the table');
+my ($r, $o, $e) = $node->psql('postgres', 'INSERT INTO big VALUES (3, 700)');
+like($e, qr/duplicate key value violates unique constraint/,
+	'a key of another partition is refused');
 
 done_testing();

@@ -1,0 +1,489 @@
+/*-------------------------------------------------------------------------
+ *
+ * persist.c
+ *	  Key ranges and filters saved at a clean shutdown, loaded at start.
+ *
+ * Rebuilding the filters after a restart reads every leaf.  After a clean
+ * shutdown it need not: the keeper, a background worker that lives as
+ * long as the server, saves every summary (range and filter) when it is
+ * told to stop, once no other process that could insert is left, and the
+ * postmaster loads them at the next start, before any other process
+ * exists.  The file is trusted only if it is provably current
+ * (src/README, "Saved filters"):
+ *   - it is whole: its own size, magic and version, and a CRC-32C over
+ *     everything in it;
+ *   - it belongs to this cluster and the shutdown that followed it: the
+ *     control file says the cluster was shut down cleanly, with the same
+ *     system identifier and timeline, and its last checkpoint starts where
+ *     WAL ended when the file was saved, so nothing was logged between
+ *     the save and the shutdown (a server run without gunique, or
+ *     pg_resetwal, would show);
+ *   - it is used once: the postmaster removes it as it loads it.
+ * Anything else leaves the file unused (and removed), with a LOG, and the
+ * filters are rebuilt as after a crash (builder.c).
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "access/xlog.h"
+#include "access/xlog_internal.h"
+#include "catalog/pg_control.h"
+#include "common/controldata_utils.h"
+#include "miscadmin.h"
+#include "port/pg_crc32c.h"
+#include "postmaster/bgworker.h"
+#include "replication/walsender.h"
+#include "replication/walsender_private.h"
+#include "storage/fd.h"
+#include "storage/ipc.h"
+#include "storage/latch.h"
+#include "storage/proc.h"
+#include "storage/procarray.h"
+#include "utils/memutils.h"
+#include "utils/wait_event.h"
+
+#include "filter.h"
+#include "persist.h"
+#include "summary.h"
+
+#define PERSIST_FILE		"gunique_filters.dat"
+#define PERSIST_TMP_FILE	"gunique_filters.tmp"
+#define PERSIST_MAGIC		0x47554e51	/* "GUNQ" */
+#define PERSIST_VERSION		2
+#define PERSIST_BUSY_WAIT_MS	10000	/* for builds under way at the save */
+
+typedef struct PersistHeader
+{
+	uint32		magic;
+	uint32		version;
+	uint64		sysid;			/* the cluster's system identifier */
+	TimeLineID	tli;
+	XLogRecPtr	end;			/* where WAL ended at the save */
+	uint32		nentries;
+	uint64		filter_bytes;	/* of the filters' bits, all together */
+	uint64		file_size;
+} PersistHeader;
+
+/* After every entry: the CRC-32C of all that precedes it. */
+typedef struct PersistTrailer
+{
+	pg_crc32c	crc;
+	uint32		magic;
+} PersistTrailer;
+
+typedef struct PersistEntry
+{
+	GuniqueSummarySaved summary;	/* "filter": 1 if a filter follows */
+	GuniqueFilterSaved filter;
+} PersistEntry;
+
+static volatile sig_atomic_t keeper_stop = false;
+
+PGDLLEXPORT void gunique_keeper_main(Datum arg);
+
+/* Write all of "len" bytes, and add them to the CRC. */
+static bool
+persist_write(FILE *f, const void *data, size_t len, pg_crc32c *crc)
+{
+	COMP_CRC32C(*crc, data, len);
+	return fwrite(data, 1, len, f) == len;
+}
+
+/*
+ * Save every summary and filter, then put the file in place; the keeper
+ * calls it once no process that could insert is left.
+ */
+static void
+persist_save(void)
+{
+	GuniqueSummarySaved *all;
+	int			n;
+	PersistHeader header = {0};
+	PersistTrailer trailer = {0};
+	pg_crc32c	crc;
+	FILE	   *f;
+	bool		ok = true;
+
+	/*
+	 * With WAL archiving, the shutdown switches to a new WAL segment before
+	 * its checkpoint; switching here makes that a no-op (the segment is
+	 * still empty then), so that the checkpoint starts where WAL ends now.
+	 */
+	if (XLogArchivingActive())
+		(void) RequestXLogSwitch(false);
+
+	/*
+	 * Where WAL ends, before anything is copied: a process that changes a
+	 * summary after the copy (a walsender can run SQL) writes WAL after
+	 * that (its btree insert or its commit), and the file is not used.
+	 */
+	header.end = GetXLogInsertRecPtr();
+	header.tli = GetWALInsertionTimeLine();
+	all = gunique_summary_save_all(&n, PERSIST_BUSY_WAIT_MS);
+	if (all == NULL && n == 0 && gunique_filter_arena_ready())
+	{
+		ereport(LOG,
+				(errmsg("gunique did not save its key filters: a filter was still being built")));
+		return;
+	}
+	header.magic = PERSIST_MAGIC;
+	header.version = PERSIST_VERSION;
+	header.sysid = GetSystemIdentifier();
+	header.nentries = n;
+	header.file_size = sizeof(PersistHeader) + sizeof(PersistTrailer) +
+		sizeof(PersistEntry) * n;
+	for (int i = 0; i < n; i++)
+		if (all[i].filter != 0)
+		{
+			GuniqueFilterSaved fs;
+
+			(void) gunique_filter_saved(all[i].filter, &fs);
+			header.filter_bytes += fs.nbytes;
+		}
+	header.file_size += header.filter_bytes;
+
+	f = AllocateFile(PERSIST_TMP_FILE, PG_BINARY_W);
+	if (f == NULL)
+	{
+		ereport(LOG,
+				(errcode_for_file_access(),
+				 errmsg("could not create file \"%s\": %m", PERSIST_TMP_FILE)));
+		return;
+	}
+	INIT_CRC32C(crc);
+	ok = persist_write(f, &header, sizeof(header), &crc);
+	for (int i = 0; ok && i < n; i++)
+	{
+		PersistEntry entry;
+		char	   *bits = NULL;
+
+		memset(&entry, 0, sizeof(entry));
+		entry.summary = all[i];
+		entry.summary.filter = 0;
+		if (all[i].filter != 0)
+		{
+			bits = gunique_filter_saved(all[i].filter, &entry.filter);
+			entry.summary.filter = 1;
+		}
+		ok = persist_write(f, &entry, sizeof(entry), &crc);
+		if (ok && bits != NULL)
+			ok = persist_write(f, bits, entry.filter.nbytes, &crc);
+	}
+	FIN_CRC32C(crc);
+	trailer.crc = crc;
+	trailer.magic = PERSIST_MAGIC;
+	if (ok)
+		ok = fwrite(&trailer, 1, sizeof(trailer), f) == sizeof(trailer);
+	if (FreeFile(f) != 0)
+		ok = false;
+	if (!ok)
+	{
+		/* a short write without an error is a full disk */
+		if (errno == 0)
+			errno = ENOSPC;
+		ereport(LOG,
+				(errcode_for_file_access(),
+				 errmsg("could not write file \"%s\": %m", PERSIST_TMP_FILE)));
+		unlink(PERSIST_TMP_FILE);
+		return;
+	}
+	if (durable_rename(PERSIST_TMP_FILE, PERSIST_FILE, LOG) != 0)
+		return;
+	ereport(LOG,
+			(errmsg("gunique saved %d key ranges and filters (%llu bytes of filters)",
+					n, (unsigned long long) header.filter_bytes)));
+}
+
+/*
+ * Is any process left that could insert: a backend, an autovacuum worker
+ * or a background worker other than the keeper?  WAL senders, which stay
+ * until the shutdown checkpoint, and auxiliary processes write no index.
+ */
+static bool
+persist_writers_left(void)
+{
+	for (int i = 0; i < MaxBackends; i++)
+	{
+		PGPROC	   *proc = &ProcGlobal->allProcs[i];
+		int			pid = proc->pid;
+		bool		walsender = false;
+
+		/* a PGPROC keeps the pid of the process that last had it */
+		if (pid == 0 || pid == MyProcPid || BackendPidGetProc(pid) == NULL)
+			continue;
+		for (int w = 0; WalSndCtl != NULL && w < max_wal_senders; w++)
+			if (WalSndCtl->walsnds[w].pid == pid)
+				walsender = true;
+		if (!walsender)
+			return true;
+	}
+	return false;
+}
+
+static void
+keeper_sigterm(SIGNAL_ARGS)
+{
+	int			save_errno = errno;
+
+	keeper_stop = true;
+	SetLatch(MyLatch);
+	errno = save_errno;
+}
+
+/*
+ * The keeper: waits to be told to stop; then, once every process that
+ * could insert has gone, saves the summaries.  An immediate shutdown or a
+ * crash kills it first: nothing is saved.
+ */
+void
+gunique_keeper_main(Datum arg)
+{
+	pqsignal(SIGTERM, keeper_sigterm);
+	BackgroundWorkerUnblockSignals();
+	/* a keeper stopped while the server ran may have saved: start afresh */
+	if (gunique_filter_arena_ready())
+		gunique_filter_thaw();
+
+	while (!keeper_stop)
+	{
+		(void) WaitLatch(MyLatch, WL_LATCH_SET | WL_EXIT_ON_PM_DEATH, -1L,
+						 PG_WAIT_EXTENSION);
+		ResetLatch(MyLatch);
+	}
+	while (persist_writers_left())
+	{
+		(void) WaitLatch(MyLatch, WL_TIMEOUT | WL_EXIT_ON_PM_DEATH, 20L,
+						 PG_WAIT_EXTENSION);
+		ResetLatch(MyLatch);
+	}
+	if (gunique_filter_arena_ready())
+		persist_save();
+	proc_exit(0);
+}
+
+/* Register the keeper (in _PG_init, under shared_preload_libraries). */
+void
+gunique_persist_init(void)
+{
+	BackgroundWorker worker;
+
+	memset(&worker, 0, sizeof(worker));
+	worker.bgw_flags = BGWORKER_SHMEM_ACCESS;
+	worker.bgw_start_time = BgWorkerStart_RecoveryFinished;
+	worker.bgw_restart_time = 10;
+	snprintf(worker.bgw_library_name, BGW_MAXLEN, "gunique");
+	snprintf(worker.bgw_function_name, BGW_MAXLEN, "gunique_keeper_main");
+	snprintf(worker.bgw_name, BGW_MAXLEN, "gunique filter keeper");
+	snprintf(worker.bgw_type, BGW_MAXLEN, "gunique filter keeper");
+	RegisterBackgroundWorker(&worker);
+}
+
+/*
+ * Read exactly "len" bytes, adding them to the CRC if "crc" is not NULL.
+ */
+static bool
+persist_read(FILE *f, void *data, size_t len, pg_crc32c *crc)
+{
+	if (fread(data, 1, len, f) != len)
+		return false;
+	if (crc != NULL)
+		COMP_CRC32C(*crc, data, len);
+	return true;
+}
+
+/*
+ * Will the server replay WAL, or have its files replaced, after it loads
+ * the file?  Replay changes btrees without gunique: it must not start from
+ * saved summaries.
+ */
+static const char *
+persist_replay_ahead(void)
+{
+	struct stat st;
+
+	if (IsBinaryUpgrade)
+		return gettext_noop("The server was started by pg_upgrade.");
+	if (stat(STANDBY_SIGNAL_FILE, &st) == 0 ||
+		stat(RECOVERY_SIGNAL_FILE, &st) == 0)
+		return gettext_noop("The server starts in recovery: a standby, or a recovery to a point in time.");
+	if (stat(BACKUP_LABEL_FILE, &st) == 0)
+		return gettext_noop("The server starts from a base backup.");
+	return NULL;
+}
+
+/* Is the header that of a whole file of this cluster's last shutdown? */
+static bool
+persist_header_current(PersistHeader *header, const char **why)
+{
+	ControlFileData *control;
+	bool		crc_ok;
+	struct stat st;
+
+	if (stat(PERSIST_FILE, &st) != 0 || (uint64) st.st_size != header->file_size)
+	{
+		*why = gettext_noop("The file is not as long as its header says.");
+		return false;
+	}
+	control = get_controlfile(".", &crc_ok);
+	if (!crc_ok)
+		*why = gettext_noop("The control file is corrupt.");
+	else if (control->system_identifier != header->sysid)
+		*why = gettext_noop("The file is of another cluster.");
+	else if (control->state != DB_SHUTDOWNED)
+		*why = gettext_noop("The cluster did not shut down cleanly after the file was saved.");
+	else if (control->checkPointCopy.ThisTimeLineID != header->tli ||
+			 control->checkPointCopy.redo != header->end)
+		*why = gettext_noop("WAL was written after the file was saved.");
+	else
+		*why = NULL;
+	pfree(control);
+	return *why == NULL;
+}
+
+/* Read the header; false if there is no file, or it is not one of ours. */
+static bool
+persist_read_header(FILE *f, PersistHeader *header)
+{
+	return persist_read(f, header, sizeof(PersistHeader), NULL) &&
+		header->magic == PERSIST_MAGIC && header->version == PERSIST_VERSION;
+}
+
+/*
+ * In the postmaster, before shared memory is sized: how many bytes of
+ * filters a file to load holds, so that the filters' area has room for
+ * them from the start.  Nothing is trusted yet.
+ */
+void
+gunique_persist_shmem_request(void)
+{
+	FILE	   *f = AllocateFile(PERSIST_FILE, PG_BINARY_R);
+	PersistHeader header;
+
+	if (f == NULL)
+		return;
+	if (persist_read_header(f, &header) &&
+		header.filter_bytes < (uint64) MaxAllocHugeSize)
+		/* each filter is aligned, with a header, in pages of the area */
+		gunique_filter_set_inplace_extra(header.filter_bytes +
+										 (uint64) header.nentries * 8192 +
+										 header.filter_bytes / 32);
+	FreeFile(f);
+}
+
+/* Check the whole file's CRC before anything is loaded from it. */
+static bool
+persist_check_crc(FILE *f)
+{
+	pg_crc32c	crc;
+	char	   *buf = palloc(65536);
+	PersistHeader header;
+	PersistTrailer trailer;
+	uint64		left;
+	bool		ok;
+
+	INIT_CRC32C(crc);
+	ok = persist_read(f, &header, sizeof(header), &crc);
+	left = header.file_size - sizeof(header) - sizeof(trailer);
+	while (ok && left > 0)
+	{
+		size_t		chunk = Min(left, 65536);
+
+		ok = persist_read(f, buf, chunk, &crc);
+		left -= chunk;
+	}
+	FIN_CRC32C(crc);
+	ok = ok && persist_read(f, &trailer, sizeof(trailer), NULL) &&
+		trailer.magic == PERSIST_MAGIC && EQ_CRC32C(trailer.crc, crc);
+	pfree(buf);
+	return ok && fseeko(f, 0, SEEK_SET) == 0;
+}
+
+/* Load the entries of a file found whole and current. */
+static void
+persist_load_entries(FILE *f, PersistHeader *header)
+{
+	int			loaded = 0;
+	int			filters = 0;
+
+	for (uint32 i = 0; i < header->nentries; i++)
+	{
+		PersistEntry entry;
+		GuniqueSummarySaved saved;
+		char	   *bits = NULL;
+
+		if (!persist_read(f, &entry, sizeof(entry), NULL))
+			break;
+		saved = entry.summary;
+		saved.filter = 0;
+		if (entry.summary.filter != 0)
+		{
+			saved.filter = gunique_filter_load(&entry.filter, &bits);
+			if (saved.filter != 0)
+			{
+				if (!persist_read(f, bits, entry.filter.nbytes, NULL))
+					break;		/* the entry is not made: the filter is lost */
+				filters++;
+			}
+			else if (fseeko(f, entry.filter.nbytes, SEEK_CUR) != 0)
+				break;
+		}
+		if (gunique_summary_load(&saved))
+			loaded++;
+	}
+	ereport(LOG,
+			(errmsg("gunique loaded %d key ranges and %d filters saved at the last shutdown",
+					loaded, filters)));
+}
+
+/*
+ * In the postmaster at start, once shared memory is made and before any
+ * other process exists: load the file if it is whole and current, and
+ * remove it either way.
+ */
+void
+gunique_persist_load(void)
+{
+	FILE	   *f;
+	PersistHeader header;
+	const char *why = NULL;
+
+	if (IsUnderPostmaster || (f = AllocateFile(PERSIST_FILE, PG_BINARY_R)) == NULL)
+	{
+		gunique_filter_load_done();
+		return;
+	}
+	if ((why = persist_replay_ahead()) != NULL)
+		;
+	else if (!persist_read_header(f, &header))
+		why = gettext_noop("The file is not one of this version of gunique.");
+	else if (persist_header_current(&header, &why) && fseeko(f, 0, SEEK_SET) == 0)
+	{
+		if (!persist_check_crc(f))
+			why = gettext_noop("The file is truncated or corrupt.");
+		else if (!gunique_filter_arena_ready())
+			why = gettext_noop("gunique.filter_memory is 0.");
+	}
+	if (why == NULL)
+	{
+		PersistHeader again;
+
+		if (persist_read(f, &again, sizeof(again), NULL))
+			persist_load_entries(f, &header);
+	}
+	else
+		ereport(LOG,
+				(errmsg("gunique did not load the key filters saved in \"%s\"",
+						PERSIST_FILE),
+				 errdetail("%s", _(why)),
+				 errhint("They are built again from the partitions as inserts need them.")));
+	FreeFile(f);
+	if (unlink(PERSIST_FILE) != 0 && errno != ENOENT)
+		ereport(LOG,
+				(errcode_for_file_access(),
+				 errmsg("could not remove file \"%s\": %m", PERSIST_FILE)));
+	gunique_filter_load_done();
+}

@@ -1,0 +1,211 @@
+# Copyright (c) gunique contributors
+#
+# Key ranges and filters saved at a clean shutdown, loaded at start.  A
+# file that is current is loaded before any connection, and inserts use it
+# at once; a file that is stale (WAL written after it was saved), truncated
+# or corrupt, or left by a crash (none is saved then), is never trusted:
+# the filters are built again, and every duplicate is still refused.
+
+use strict;
+use warnings;
+use PostgreSQL::Test::Cluster;
+use PostgreSQL::Test::Utils;
+use Test::More;
+
+my $parts = 64;
+my $all = $parts + 1;
+my $node = PostgreSQL::Test::Cluster->new('saved');
+$node->init(allows_streaming => 1);    # wal_level replica: a standby start
+$node->append_conf(
+	'postgresql.conf', qq{
+shared_preload_libraries = 'gunique'
+autovacuum = off
+});
+$node->start;
+$node->safe_psql(
+	'postgres', qq{
+CREATE EXTENSION gunique;
+CREATE FUNCTION kf(i bigint) RETURNS bigint IMMUTABLE LANGUAGE sql
+  AS 'SELECT (i * 2654435761) % 1000000007';
+CREATE TABLE t (a int NOT NULL, k bigint) PARTITION BY RANGE (a);
+SELECT format('CREATE TABLE t_%s PARTITION OF t FOR VALUES FROM (%s) TO (%s)',
+			  p, p * 10000, (p + 1) * 10000) FROM generate_series(0, $parts - 1) p \\gexec
+INSERT INTO t SELECT i, kf(i) FROM generate_series(0, $parts * 10000 - 1, 2) i;
+CREATE UNIQUE INDEX t_k ON t USING gunique (k);
+CREATE FUNCTION refused(a int, k bigint) RETURNS boolean LANGUAGE plpgsql AS \$f\$
+BEGIN
+	BEGIN
+		INSERT INTO t VALUES (a, k);
+		RAISE EXCEPTION USING ERRCODE = 'P0009';
+	EXCEPTION
+		WHEN unique_violation THEN RETURN true;
+		WHEN SQLSTATE 'P0009' THEN RETURN false;
+	END;
+END
+\$f\$;
+});
+is($node->safe_psql('postgres', 'SELECT filters FROM gunique_filter_memory()'),
+	$all, 'CREATE INDEX builds the filters');
+
+my $file = $node->data_dir . '/gunique_filters.dat';
+my $sample = q{
+SELECT count(*) FILTER (WHERE NOT refused((a + 10000) % 640000, k))
+  FROM (SELECT a, k FROM t WHERE a % 997 = 0) s};
+my $next = 1;    # odd keys, new
+
+# Inserts of 1,000 new keys: how many btrees of other partitions searched.
+sub searched
+{
+	my $from = $next;
+	$next += 2000;
+	$node->safe_psql('postgres', 'SELECT gunique_probe_stats_reset()');
+	$node->safe_psql('postgres',
+		"INSERT INTO t SELECT i % 640000, kf(i) FROM generate_series($from, $from + 1998, 2) i");
+	return $node->safe_psql('postgres',
+		'SELECT sum(partitions_probed) - sum(inserts) FROM gunique_stat_probes');
+}
+
+# A clean restart: the file is loaded before any connection.
+$node->stop;
+ok(-f $file, 'a clean shutdown saves the filters');
+$node->start;
+ok($node->log_contains(qr/gunique loaded $all key ranges and $all filters saved at the last shutdown/),
+	'the postmaster loads them at start');
+ok(!-f $file, 'and removes the file');
+is($node->safe_psql('postgres', 'SELECT filters FROM gunique_filter_memory()'),
+	$all, 'the filters are there before the first insert');
+cmp_ok(searched(), '<=', 10, 'new keys search no other partition from the first insert');
+is($node->safe_psql('postgres', $sample), '0',
+	'with the loaded filters, every key is refused in another partition');
+
+# Restart, with damage done to the file while the server is down.
+sub restart_with
+{
+	my ($what, $damage, $reason) = @_;
+	my $log = -s $node->logfile;
+	$node->stop;
+	ok(-f $file, "$what: the file is saved");
+	$damage->();
+	$node->start;
+	ok( $node->log_contains(
+			qr/gunique did not load the key filters saved in "gunique_filters.dat"\n.*DETAIL:  \Q$reason\E/,
+			$log),
+		"$what: the file is not trusted, and the log says why");
+	ok(!-f $file, "$what: the file is removed");
+	is($node->safe_psql('postgres', $sample), '0',
+		"$what: every key is refused in another partition");
+	is($node->safe_psql('postgres', "SELECT count(*) FROM gunique_verify('t_k')"),
+		'0', "$what: gunique_verify finds nothing");
+	$node->safe_psql('postgres', "SELECT gunique_build_filters('t_k')");
+}
+
+restart_with(
+	'truncated',
+	sub { truncate($file, (-s $file) / 2) or die "truncate: $!" },
+	'The file is not as long as its header says.');
+
+restart_with(
+	'corrupt',
+	sub {
+		open(my $fh, '+<', $file) or die "open: $!";
+		binmode $fh;
+		seek($fh, int((-s $file) / 2), 0);
+		read($fh, my $byte, 1);
+		seek($fh, int((-s $file) / 2), 0);
+		print $fh chr(ord($byte) ^ 0x5a);
+		close $fh;
+	},
+	'The file is truncated or corrupt.');
+
+# Stale: the server ran without gunique after the save, and wrote WAL (a
+# key in the table could not have been inserted then: the inserts are
+# refused without the library).
+restart_with(
+	'stale',
+	sub {
+		$node->adjust_conf('postgresql.conf', 'shared_preload_libraries', "''");
+		$node->start;
+		$node->safe_psql('postgres', 'CREATE TABLE other (x int); INSERT INTO other VALUES (1)');
+		$node->stop;
+		$node->adjust_conf('postgresql.conf', 'shared_preload_libraries', "'gunique'");
+	},
+	'WAL was written after the file was saved.');
+
+# Started as a standby (then promoted), the server replays WAL that no
+# summary saw: the file is not loaded.
+{
+	my $log = -s $node->logfile;
+	$node->stop;
+	ok(-f $file, 'standby: the file is saved');
+	$node->set_standby_mode;
+	$node->start;
+	ok( $node->log_contains(
+			qr/gunique did not load the key filters saved in "gunique_filters.dat"\n.*DETAIL:  The server starts in recovery/,
+			$log),
+		'standby: the file is not loaded, and the log says why');
+	ok(!-f $file, 'standby: the file is removed');
+	$node->promote;
+	$node->poll_query_until('postgres', 'SELECT NOT pg_is_in_recovery()')
+	  or die "the node was not promoted";
+	is($node->safe_psql('postgres', $sample), '0',
+		'standby, promoted: every key is refused in another partition');
+	$node->safe_psql('postgres', "SELECT gunique_build_filters('t_k')");
+}
+
+# With WAL archiving, a clean shutdown switches WAL segments before its
+# checkpoint: the switch alone after the save still lets the file load.
+{
+	$node->append_conf('postgresql.conf', qq{
+archive_mode = on
+archive_command = 'true'
+});
+	$node->restart;
+	$node->safe_psql('postgres', "SELECT gunique_build_filters('t_k')");
+	$node->safe_psql('postgres', 'INSERT INTO other VALUES (2)');
+	my $log = -s $node->logfile;
+	$node->stop;
+	ok(-f $file, 'archiving: the file is saved');
+	$node->start;
+	ok($node->log_contains(qr/gunique loaded $all key ranges and $all filters saved at the last shutdown/, $log),
+		'archiving: the file is loaded after the shutdown\'s segment switch');
+	is($node->safe_psql('postgres', $sample), '0',
+		'archiving: every key is refused in another partition');
+}
+
+# A crash saves nothing; the filters are built again, in the background.
+$node->stop('immediate');
+ok(!-f $file, 'an immediate shutdown saves nothing');
+$node->start;
+is($node->safe_psql('postgres', 'SELECT filters FROM gunique_filter_memory()'),
+	'0', 'after a crash, no filter is loaded');
+is($node->safe_psql('postgres', $sample), '0',
+	'after a crash, every key is refused in another partition');
+
+# A dropped database takes its entries and filters with it: none is left
+# to be saved, or found by a database that gets its OID again.
+{
+	# nothing left for the background worker to build meanwhile
+	$node->safe_psql('postgres', "SELECT gunique_build_filters('t_k')");
+	$node->poll_query_until('postgres',
+		'SELECT count(*) = 0 FROM gunique_filter_builds()')
+	  or die "filter builds still queued";
+	my $before = $node->safe_psql('postgres',
+		'SELECT filters FROM gunique_filter_memory()');
+	$node->safe_psql('postgres', 'CREATE DATABASE other_db');
+	$node->safe_psql(
+		'other_db', qq{
+CREATE EXTENSION gunique;
+CREATE TABLE o (a int NOT NULL, k bigint) PARTITION BY RANGE (a);
+SELECT format('CREATE TABLE o_%s PARTITION OF o FOR VALUES FROM (%s) TO (%s)',
+			  p, p * 1000, (p + 1) * 1000) FROM generate_series(0, 3) p \\gexec
+INSERT INTO o SELECT i, i FROM generate_series(0, 3999) i;
+CREATE UNIQUE INDEX o_k ON o USING gunique (k);
+});
+	cmp_ok($node->safe_psql('postgres', 'SELECT filters FROM gunique_filter_memory()'),
+		'>', $before, 'the other database\'s index has filters');
+	$node->safe_psql('postgres', 'DROP DATABASE other_db');
+	is($node->safe_psql('postgres', 'SELECT filters FROM gunique_filter_memory()'),
+		$before, 'DROP DATABASE frees its filters');
+}
+
+done_testing();

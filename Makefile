@@ -40,7 +40,9 @@ TAP_TESTS = 1
 
 EXTRA_CLEAN = results-regress results-isolation
 
-PG_CPPFLAGS = -I$(srcdir)/src
+# The release a save file was written by (persist.c): gunique.control's.
+GUNIQUE_VERSION = $(shell sed -n "s/^default_version = '\(.*\)'/\1/p" $(srcdir)/gunique.control)
+PG_CPPFLAGS = -I$(srcdir)/src -DGUNIQUE_VERSION='"$(GUNIQUE_VERSION)"'
 
 PG_CONFIG ?= pg_config
 PGXS := $(shell $(PG_CONFIG) --pgxs)

@@ -53,7 +53,7 @@
 #define PERSIST_FILE		"gunique_filters.dat"
 #define PERSIST_TMP_FILE	"gunique_filters.tmp"
 #define PERSIST_MAGIC		0x47554e51	/* "GUNQ" */
-#define PERSIST_VERSION		2
+#define PERSIST_VERSION		3
 #define PERSIST_BUSY_WAIT_MS	10000	/* for builds under way at the save */
 
 typedef struct PersistHeader
@@ -66,6 +66,10 @@ typedef struct PersistHeader
 	uint32		nentries;
 	uint64		filter_bytes;	/* of the filters' bits, all together */
 	uint64		file_size;
+	/* what wrote it: keys hash and filters lay out bits as these do */
+	uint32		pg_version;		/* PG_VERSION_NUM */
+	char		gunique_version[16];	/* GUNIQUE_VERSION */
+	uint32		entry_size;		/* sizeof(PersistEntry) */
 } PersistHeader;
 
 /* After every entry: the CRC-32C of all that precedes it. */
@@ -132,6 +136,10 @@ persist_save(void)
 	}
 	header.magic = PERSIST_MAGIC;
 	header.version = PERSIST_VERSION;
+	header.pg_version = PG_VERSION_NUM;
+	strlcpy(header.gunique_version, GUNIQUE_VERSION,
+			sizeof(header.gunique_version));
+	header.entry_size = sizeof(PersistEntry);
 	header.sysid = GetSystemIdentifier();
 	header.nentries = n;
 	header.file_size = sizeof(PersistHeader) + sizeof(PersistTrailer) +
@@ -344,12 +352,20 @@ persist_header_current(PersistHeader *header, const char **why)
 	return *why == NULL;
 }
 
-/* Read the header; false if there is no file, or it is not one of ours. */
+/*
+ * Read the header; false if there is no file, or it was not written by
+ * this release of gunique for this PostgreSQL: another release may hash
+ * keys or lay out filters otherwise.
+ */
 static bool
 persist_read_header(FILE *f, PersistHeader *header)
 {
 	return persist_read(f, header, sizeof(PersistHeader), NULL) &&
-		header->magic == PERSIST_MAGIC && header->version == PERSIST_VERSION;
+		header->magic == PERSIST_MAGIC && header->version == PERSIST_VERSION &&
+		header->pg_version == PG_VERSION_NUM &&
+		strncmp(header->gunique_version, GUNIQUE_VERSION,
+				sizeof(header->gunique_version)) == 0 &&
+		header->entry_size == sizeof(PersistEntry);
 }
 
 /*
@@ -459,7 +475,7 @@ gunique_persist_load(void)
 	if ((why = persist_replay_ahead()) != NULL)
 		;
 	else if (!persist_read_header(f, &header))
-		why = gettext_noop("The file is not one of this version of gunique.");
+		why = gettext_noop("The file was not written by this release of gunique for this release of PostgreSQL.");
 	else if (persist_header_current(&header, &why) && fseeko(f, 0, SEEK_SET) == 0)
 	{
 		if (!persist_check_crc(f))

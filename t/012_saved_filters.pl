@@ -117,6 +117,19 @@ restart_with(
 	},
 	'The file is truncated or corrupt.');
 
+# Written by another release (its format version, right after the magic
+# number, changed): keys may hash otherwise there.
+restart_with(
+	'another release',
+	sub {
+		open(my $fh, '+<', $file) or die "open: $!";
+		binmode $fh;
+		seek($fh, 4, 0);
+		print $fh pack('L', 999);
+		close $fh;
+	},
+	'The file was not written by this release of gunique for this release of PostgreSQL.');
+
 # Stale: the server ran without gunique after the save, and wrote WAL (a
 # key in the table could not have been inserted then: the inserts are
 # refused without the library).

@@ -543,6 +543,12 @@ filter_dsa_allocate(Size bytes)
 	if (!IsTransactionState() || IsInParallelMode())
 		return InvalidDsaPointer;
 	LWLockAcquire(filter_lock, LW_EXCLUSIVE);
+	/* being saved (gunique_filter_freeze): no new filter */
+	if (arena->frozen)
+	{
+		LWLockRelease(filter_lock);
+		return InvalidDsaPointer;
+	}
 	if (arena->limit != limit)
 	{
 		dsa_set_size_limit(area, limit);
@@ -603,13 +609,6 @@ gunique_filter_alloc(uint64 keys, bool tagged)
 
 	if (!gunique_filter_arena_ready())
 		return 0;
-	LWLockAcquire(filter_lock, LW_SHARED);
-	if (arena->frozen)
-	{
-		LWLockRelease(filter_lock);
-		return 0;
-	}
-	LWLockRelease(filter_lock);
 	/* FILTER_BITS_PER_KEY bits a key, 512 bits a block */
 	nblocks = (keys * FILTER_BITS_PER_KEY + 511) / 512;
 	nblocks = Min(Max(nblocks, FILTER_MIN_BLOCKS), FILTER_MAX_BLOCKS);

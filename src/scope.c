@@ -776,9 +776,14 @@ gunique_scope_generation(void)
 	return cache_generation;
 }
 
-/* Lock what "lock" asks for; false if that flushed the cache. */
+/*
+ * Lock what "lock" asks for; false if that flushed the cache.  With
+ * "nowait", only locks to be had at once: *unavailable is set, and false
+ * returned, at the first that is not (the locks taken are kept).
+ */
 static bool
-scope_lock(GuniqueScope *scope, GuniqueScopeLock lock)
+scope_lock(GuniqueScope *scope, GuniqueScopeLock lock, bool nowait,
+		   bool *unavailable)
 {
 	uint64		generation = cache_generation;
 	bool		all = lock == GUNIQUE_LOCK_ALL;
@@ -788,7 +793,16 @@ scope_lock(GuniqueScope *scope, GuniqueScopeLock lock)
 	/* locking may flush the cache, and the scope with it */
 	memcpy(oids, all ? scope->lockoids : scope->inneroids, sizeof(Oid) * n);
 	for (int i = 0; i < n; i++)
-		LockRelationOid(oids[i], AccessShareLock);
+	{
+		if (!nowait)
+			LockRelationOid(oids[i], AccessShareLock);
+		else if (!ConditionalLockRelationOid(oids[i], AccessShareLock))
+		{
+			*unavailable = true;
+			pfree(oids);
+			return false;
+		}
+	}
 	pfree(oids);
 	if (generation != cache_generation)
 		return false;
@@ -859,7 +873,7 @@ gunique_scope_for_leaf(Relation index, GuniqueLeafPlace *place,
 		locked = lock == GUNIQUE_LOCK_ALL ? scope->locked_generation :
 			scope->inner_locked_generation;
 		if (lock == GUNIQUE_LOCK_NONE || locked == lock_generation ||
-			scope_lock(scope, lock))
+			scope_lock(scope, lock, false, NULL))
 			return scope;
 	}
 }
@@ -874,25 +888,17 @@ gunique_scope_for_leaf(Relation index, GuniqueLeafPlace *place,
 bool
 gunique_scope_try_lock_all(Relation index)
 {
-	for (int tries = 0; tries < 3; tries++)
+	bool		unavailable = false;
+
+	/* the tree changed while it was locked: lock what it is now */
+	for (int tries = 0; tries < 3 && !unavailable; tries++)
 	{
 		GuniqueLeafPlace place;
 		GuniqueScope *scope = gunique_scope_for_leaf(index, &place,
 													 GUNIQUE_LOCK_NONE);
-		uint64		generation = cache_generation;
-		int			n = scope->nlocks;
-		Oid		   *oids = palloc(sizeof(Oid) * Max(n, 1));
-		bool		locked = true;
 
-		/* locking may flush the cache, and the scope with it */
-		memcpy(oids, scope->lockoids, sizeof(Oid) * n);
-		for (int i = 0; i < n && locked; i++)
-			locked = ConditionalLockRelationOid(oids[i], AccessShareLock);
-		pfree(oids);
-		if (!locked)
-			return false;
-		/* the tree changed meanwhile: lock what it is now */
-		if (generation == cache_generation)
+		if (scope->locked_generation == lock_generation ||
+			scope_lock(scope, GUNIQUE_LOCK_ALL, true, &unavailable))
 			return true;
 	}
 	return false;

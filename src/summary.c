@@ -649,14 +649,6 @@ gunique_summary_searched(GuniqueSummary *summary, Relation index,
 	return pg_atomic_add_fetch_u32(&summary->filter_searches, 1) >= *threshold;
 }
 
-/* Did probes of this statement find the leaf worth a filter? */
-bool
-gunique_summary_filter_due(GuniqueSummary *summary, uint32 threshold)
-{
-	return threshold != 0 && gunique_summary_filter_missing(summary) &&
-		pg_atomic_read_u32(&summary->filter_searches) >= threshold;
-}
-
 /*
  * Let the entry's filters hold a key, before nbtree inserts it: "next"
  * first, since a builder publishes the new filter before clearing it.

@@ -105,8 +105,6 @@ extern int	gunique_summary_cover(GuniqueSummary *summary,
 								  GuniqueSummary *group,
 								  GuniqueKeyImage *key, Relation index);
 extern int	gunique_summary_leaf_tag(Oid heapoid);
-extern bool gunique_summary_filter_due(GuniqueSummary *summary,
-									   uint32 threshold);
 extern void gunique_summary_build_filter(GuniqueSummary *summary,
 										 Relation index,
 										 GuniqueSummary *group);

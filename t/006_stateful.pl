@@ -8,7 +8,8 @@
 # TRUNCATE, REINDEX [CONCURRENTLY] of a leaf, REINDEX of the whole tree,
 # CREATE TABLE ... PARTITION OF, VACUUM, savepoints, ROLLBACK [TO], PREPARE
 # TRANSACTION / COMMIT PREPARED / ROLLBACK PREPARED, and crashes (SIGKILL of
-# a backend, or an immediate shutdown) with restarts, against a table of 4
+# a backend, or an immediate shutdown) and fast shutdowns (which save the
+# summaries that the next start loads) with restarts, against a table of 4
 # and one of 40 range partitions (a group of 16 or more leaves has a group
 # filter) with a gunique index on a column that is not the partition key.
 # At times a pgbench load inserts keys from a sequence beside the DDL.
@@ -1294,8 +1295,10 @@ sub crash
 	}
 	else
 	{
-		trace('crash: immediate shutdown');
-		$node->stop('immediate');
+		# a fast shutdown saves the summaries, and the start loads them
+		my $mode = rand() < 0.5 ? 'immediate' : 'fast';
+		trace("crash: $mode shutdown");
+		$node->stop($mode);
 		$node->start;
 	}
 	$M{crashes}++;

@@ -225,6 +225,8 @@ gunique_keymap_make(GuniqueKeyMap *map, Relation index, MemoryContext cxt)
 	map->hashed = true;
 	if (OidIsValid(map->rangetype) && map->nkeys == 1)
 		return;					/* hashed by its image */
+	map->collation = MemoryContextAllocZero(cxt, sizeof(Oid) * map->nkeys);
+	map->hashfn = MemoryContextAllocZero(cxt, sizeof(FmgrInfo) * map->nkeys);
 	for (int i = 0; i < map->nkeys && map->hashed; i++)
 	{
 		Oid			eqop = get_opfamily_member(index->rd_opfamily[i],

@@ -23,9 +23,14 @@ typedef struct GuniqueKeyMap
 	bool		hashed;			/* keys have a hash */
 	bool		nulls_not_distinct;
 	int			nkeys;
-	Oid			collation[INDEX_MAX_KEYS];
-	FmgrInfo	hashfn[INDEX_MAX_KEYS]; /* 64-bit hashes, unless the key is
-										 * one column with a rangetype */
+	/*
+	 * Per key column, in the memory gunique_keymap_make was given (a
+	 * statement makes one map per partition it inserts into, so they are
+	 * only as long as the key): each column's 64-bit hash function and
+	 * collation, unless the key is one column with a rangetype.
+	 */
+	Oid		   *collation;
+	FmgrInfo   *hashfn;
 } GuniqueKeyMap;
 
 /*

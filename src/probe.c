@@ -464,6 +464,7 @@ typedef enum LightOutcome
 	LIGHT_CLEAR,				/* the group's filter rules every leaf out */
 	LIGHT_WHOLE,				/* it cannot: make the group whole */
 	LIGHT_OPEN,					/* open the leaves of these tags first */
+	LIGHT_UNREADY,				/* make this leaf's scan ready first */
 	LIGHT_SEARCHED				/* the leaves of the key's tags were looked
 								 * at: see the conflict and the finding */
 } LightOutcome;
@@ -473,12 +474,13 @@ typedef enum LightOutcome
  * filter rule the key out of every leaf?  If not and the filter tags keys
  * by leaf, look only in the leaves of the key's tags, if they are open
  * (else *tags says which to open, without the key lock); the other leaves,
- * which the tags rule out, stay unlocked (src/README, "Light probes").
+ * which the tags rule out, stay unlocked (src/README, "Light probes").  A
+ * leaf to search whose scan is not ready stops it, in *unready.
  */
 static LightOutcome
 probe_light(ProbeGroup *pg, GuniqueKeyImage *key, ProbeFinding *finding,
 			Datum *values, bool *isnull, uint64 *counts, Oid *conflict,
-			uint64 *tags)
+			uint64 *tags, ProbeScan **unready)
 {
 	GuniqueFilterKey fkey;
 	uint64		ref;
@@ -546,6 +548,15 @@ probe_light(ProbeGroup *pg, GuniqueKeyImage *key, ProbeFinding *finding,
 			if (probe_copy_needed(pg, ps, &pg->ll->copies[i], key, &fkey,
 								  counts))
 			{
+				/*
+				 * Most leaves of a tag are ruled out by their summaries;
+				 * only a leaf to search needs its scan made ready.
+				 */
+				if (!ps->ready)
+				{
+					*unready = ps;
+					return LIGHT_UNREADY;
+				}
 				counts[GUNIQUE_STAT_LEAVES_PROBED]++;
 				*conflict = probe_leaf(ps, pg->nkeys, values, isnull,
 									   finding);
@@ -742,7 +753,7 @@ gunique_probe_before_insert(GuniqueProbe *probe, Relation index,
 
 			gunique_probescan_enter(pg->stmt, &cxt);
 			outcome = probe_light(pg, &key, &finding, values, isnull, counts,
-								  &conflict, &tags);
+								  &conflict, &tags, &unready);
 			gunique_probescan_leave(&cxt);
 			if (outcome == LIGHT_CLEAR)
 				break;
@@ -752,6 +763,8 @@ gunique_probe_before_insert(GuniqueProbe *probe, Relation index,
 				memcpy(counts, saved, sizeof(saved));
 				if (outcome == LIGHT_OPEN)
 					gunique_probegroup_light_open(pg, tags);
+				else if (outcome == LIGHT_UNREADY)
+					gunique_probescan_prepare(pg->stmt, unready);
 				else
 					(void) gunique_probegroup_whole(indexInfo, index,
 													skip_self);

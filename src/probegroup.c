@@ -60,6 +60,9 @@ group_set_key(ProbeGroup *pg, GuniqueScope *scope)
 	pg->topindex = scope->topindex;
 	pg->nkeys = scope->nkeys;
 	pg->nulls_not_distinct = scope->nulls_not_distinct;
+	pg->collation = palloc(sizeof(Oid) * scope->nkeys);
+	pg->hashable = palloc(sizeof(bool) * scope->nkeys);
+	pg->hashfn = palloc(sizeof(FmgrInfo) * scope->nkeys);
 	for (int i = 0; i < scope->nkeys; i++)
 	{
 		pg->collation[i] = scope->collation[i];
@@ -377,7 +380,7 @@ gunique_probegroup_light_open(ProbeGroup *pg, uint64 tags)
 			ps = gunique_probescan_get(pg->stmt, leaf->heapoid,
 									   leaf->indexoid);
 			gunique_probescan_leave(&cxt);
-			gunique_probescan_prepare(pg->stmt, ps);
+			/* made ready only if its summary lets the key in: see probe.c */
 			gunique_summary_prepare(ps->summary, ps->heap, ps->index);
 			ll->scans[i] = ps;
 		}

@@ -10,14 +10,14 @@
  * a filter stands for, when it is built, grown or dropped, and why a probe
  * may trust it, is summary.c's (src/README, invariant 6).
  *
- * A group's filter is tagged: beside its bloom filter it has a second part
- * of the same size, where a key sets GUNIQUE_FILTER_TAG_BITS bits of the
- * block parallel to its bloom block, chosen by the key and by the tag (0 to
- * GUNIQUE_FILTER_TAGS - 1) of the leaf that holds it.  A key the bloom part
- * cannot rule out is then checked against each tag in one more cache line,
- * and only the leaves of the tags it may have are looked at (summary.c
- * gives each leaf its tag).  Every setter names the tag: a tagged filter
- * set without one stops ruling tags out.
+ * A group's filter is tagged: each bloom block is followed by a tag block
+ * of the same size, where a key sets GUNIQUE_FILTER_TAG_BITS bits chosen
+ * by the key and by the tag (0 to GUNIQUE_FILTER_TAGS - 1) of the leaf
+ * that holds it.  A key the bloom part cannot rule out is then checked
+ * against each tag in the next cache line, of the same aligned pair and
+ * page, and only the leaves of the tags it may have are looked at
+ * (summary.c gives each leaf its tag).  Every setter names the tag: a
+ * tagged filter set without one stops ruling tags out.
  *
  * Filters live in a dynamic shared memory area (utils/dsa.h) that grows
  * as filters are made, up to gunique.filter_memory (by default a sixteenth
@@ -262,20 +262,37 @@ filter_at(uint64 ref)
 						(dsa_pointer) (ref & ~FILTER_REF_SHAPE));
 }
 
+/*
+ * The key's bloom block.  In a tagged filter, blocks come in pairs, bloom
+ * then tag, each pair 128-byte aligned (see filter_place).
+ */
 static inline pg_atomic_uint64 *
 filter_block(uint64 ref, uint64 hash)
 {
 	pg_atomic_uint64 *bits = (pg_atomic_uint64 *) (filter_at(ref) + 1);
-
-	return bits + (((hash >> 32) * filter_nblocks(ref)) >> 32) *
+	int			stride = (ref & FILTER_REF_TAGGED) ? 2 * FILTER_BLOCK_WORDS :
 		FILTER_BLOCK_WORDS;
+
+	return bits + (((hash >> 32) * filter_nblocks(ref)) >> 32) * stride;
 }
 
-/* The tag block parallel to the key's bloom block, in a tagged filter. */
+/* The tag block paired with the key's bloom block, in a tagged filter. */
 static inline pg_atomic_uint64 *
 filter_tag_block(uint64 ref, uint64 hash)
 {
-	return filter_block(ref, hash) + filter_nblocks(ref) * FILTER_BLOCK_WORDS;
+	return filter_block(ref, hash) + FILTER_BLOCK_WORDS;
+}
+
+/*
+ * Where a filter's header goes in memory allocated at "dp": the first
+ * place, 64-byte aligned, after which the bits start 128-byte aligned, so
+ * that a bloom block and its tag block make one pair of cache lines, which
+ * CPUs often fetch together.  The allocation has 128 bytes to spare.
+ */
+static inline dsa_pointer
+filter_place(dsa_pointer dp)
+{
+	return TYPEALIGN(128, dp + sizeof(FilterHeader)) - sizeof(FilterHeader);
 }
 
 /*
@@ -614,13 +631,13 @@ gunique_filter_alloc(uint64 keys, bool tagged)
 	nblocks = Min(Max(nblocks, FILTER_MIN_BLOCKS), FILTER_MAX_BLOCKS);
 	shape = filter_shape(nblocks);
 	nblocks = filter_nblocks(shape);
-	/* the header and the bits (twice as many with tags), aligned to 64 */
-	bytes = nblocks * 64 * (tagged ? 2 : 1) + sizeof(FilterHeader) + 64;
+	/* the header and the bits (twice as many with tags), placed */
+	bytes = nblocks * 64 * (tagged ? 2 : 1) + sizeof(FilterHeader) + 128;
 
 	dp = filter_dsa_allocate(bytes);
 	if (!DsaPointerIsValid(dp))
 		return 0;
-	aligned = TYPEALIGN(64, dp);
+	aligned = filter_place(dp);
 	f = (FilterHeader *) dsa_get_address(filter_area_get(), aligned);
 	Assert(((uintptr_t) f & 63) == 0);
 	Assert((aligned & FILTER_REF_SHAPE) == 0);
@@ -753,9 +770,10 @@ gunique_filter_saved(uint64 ref, GuniqueFilterSaved *saved)
 /*
  * In the postmaster at start, before any other process exists: a filter of
  * the saved shape from the area's first segment (sized for the saved
- * filters: no segment is made), its bits to be copied into *bits.  Returns
- * its reference, or 0 if the shape is not one of a filter's or there is
- * no room.
+ * filters: no segment is made), its bits to be copied into *bits, all of
+ * them, by the caller (they are not zeroed first: that would touch every
+ * page twice).  Returns its reference, or 0 if the shape is not one of a
+ * filter's or there is no room.
  */
 uint64
 gunique_filter_load(const GuniqueFilterSaved *saved, char **bits)
@@ -776,12 +794,12 @@ gunique_filter_load(const GuniqueFilterSaved *saved, char **bits)
 	nbytes = nblocks * 64 * (tagged ? 2 : 1);
 	if (nbytes != saved->nbytes)
 		return 0;
-	bytes = nbytes + sizeof(FilterHeader) + 64;
+	bytes = nbytes + sizeof(FilterHeader) + 128;
 	dp = dsa_allocate_extended(startup_area, bytes, DSA_ALLOC_HUGE |
-							   DSA_ALLOC_NO_OOM | DSA_ALLOC_ZERO);
+							   DSA_ALLOC_NO_OOM);
 	if (!DsaPointerIsValid(dp))
 		return 0;
-	aligned = TYPEALIGN(64, dp);
+	aligned = filter_place(dp);
 	f = (FilterHeader *) dsa_get_address(startup_area, aligned);
 	pg_atomic_init_u64(&f->h.capacity, saved->capacity);
 	pg_atomic_init_u64(&f->h.nkeys, saved->nkeys);
@@ -792,6 +810,24 @@ gunique_filter_load(const GuniqueFilterSaved *saved, char **bits)
 	arena->bytes += bytes;
 	*bits = (char *) (f + 1);
 	return (uint64) aligned | saved->shape;
+}
+
+/*
+ * In the postmaster at start: free a filter that gunique_filter_load made,
+ * whose file proved not whole after all.
+ */
+void
+gunique_filter_unload(uint64 ref)
+{
+	FilterHeader *f;
+
+	Assert(!IsUnderPostmaster && startup_area != NULL);
+	f = (FilterHeader *) dsa_get_address(startup_area,
+										 (dsa_pointer) (ref & ~FILTER_REF_SHAPE));
+	Assert(arena->nlive > 0);
+	arena->nlive--;
+	arena->bytes -= f->h.bytes;
+	dsa_free(startup_area, f->h.allocated);
 }
 
 /* The postmaster has loaded what it could: the area may grow again. */

@@ -56,6 +56,7 @@ extern void gunique_filter_set_inplace_extra(uint64 bytes);
 extern char *gunique_filter_saved(uint64 ref, GuniqueFilterSaved *saved);
 extern uint64 gunique_filter_load(const GuniqueFilterSaved *saved,
 								  char **bits);
+extern void gunique_filter_unload(uint64 ref);
 extern void gunique_filter_load_done(void);
 
 /* Filters are named by a reference, 0 for none; see filter.c. */

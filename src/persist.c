@@ -53,7 +53,7 @@
 #define PERSIST_FILE		"gunique_filters.dat"
 #define PERSIST_TMP_FILE	"gunique_filters.tmp"
 #define PERSIST_MAGIC		0x47554e51	/* "GUNQ" */
-#define PERSIST_VERSION		3
+#define PERSIST_VERSION		4	/* 4: tag blocks paired with bloom blocks */
 #define PERSIST_BUSY_WAIT_MS	10000	/* for builds under way at the save */
 
 typedef struct PersistHeader
@@ -369,6 +369,21 @@ persist_read_header(FILE *f, PersistHeader *header)
 }
 
 /*
+ * Do the header's counts fit in the file as it is?  Before the CRC is
+ * checked, they must not size anything beyond what the file could hold.
+ */
+static bool
+persist_header_fits(PersistHeader *header)
+{
+	struct stat st;
+
+	return stat(PERSIST_FILE, &st) == 0 &&
+		(uint64) st.st_size == header->file_size &&
+		header->filter_bytes <= header->file_size &&
+		header->nentries <= header->file_size / sizeof(PersistEntry);
+}
+
+/*
  * In the postmaster, before shared memory is sized: how many bytes of
  * filters a file to load holds, so that the filters' area has room for
  * them from the start.  Nothing is trusted yet.
@@ -381,8 +396,7 @@ gunique_persist_shmem_request(void)
 
 	if (f == NULL)
 		return;
-	if (persist_read_header(f, &header) &&
-		header.filter_bytes < (uint64) MaxAllocHugeSize)
+	if (persist_read_header(f, &header) && persist_header_fits(&header))
 		/* each filter is aligned, with a header, in pages of the area */
 		gunique_filter_set_inplace_extra(header.filter_bytes +
 										 (uint64) header.nentries * 8192 +
@@ -390,69 +404,101 @@ gunique_persist_shmem_request(void)
 	FreeFile(f);
 }
 
-/* Check the whole file's CRC before anything is loaded from it. */
+/* Read and pass over "len" bytes, adding them to the CRC. */
 static bool
-persist_check_crc(FILE *f)
+persist_skip(FILE *f, uint64 len, pg_crc32c *crc)
 {
+	char		buf[8192];
+
+	while (len > 0)
+	{
+		size_t		chunk = Min(len, sizeof(buf));
+
+		if (!persist_read(f, buf, chunk, crc))
+			return false;
+		len -= chunk;
+	}
+	return true;
+}
+
+/*
+ * Take back what persist_load_entries loaded from a file that did not
+ * prove whole.
+ */
+static void
+persist_unload(GuniqueSummarySaved *loaded, int n)
+{
+	for (int i = 0; i < n; i++)
+	{
+		if (loaded[i].filter != 0)
+			gunique_filter_unload(loaded[i].filter);
+		gunique_summary_unload(&loaded[i]);
+	}
+}
+
+/*
+ * Load the entries of a file found current, in one pass: each filter's
+ * bits are read straight into their place, and everything read goes into
+ * the CRC.  If the file then proves not whole (its CRC or its trailer),
+ * all that was loaded is taken back; no other process exists yet to have
+ * seen it.  A filter without room, or an entry without a place, is passed
+ * over.  False if the file is not whole.
+ */
+static bool
+persist_load_entries(FILE *f, PersistHeader *header)
+{
+	/* no more than the table of summaries holds: the header is not proven */
+	int			room = (int) Min(header->nentries,
+								 (uint32) gunique_max_summaries);
+	GuniqueSummarySaved *loaded = palloc(sizeof(GuniqueSummarySaved) *
+										 Max(room, 1));
+	int			nloaded = 0;
+	int			filters = 0;
 	pg_crc32c	crc;
-	char	   *buf = palloc(65536);
-	PersistHeader header;
+	PersistHeader again;
 	PersistTrailer trailer;
-	uint64		left;
 	bool		ok;
 
 	INIT_CRC32C(crc);
-	ok = persist_read(f, &header, sizeof(header), &crc);
-	left = header.file_size - sizeof(header) - sizeof(trailer);
-	while (ok && left > 0)
-	{
-		size_t		chunk = Min(left, 65536);
-
-		ok = persist_read(f, buf, chunk, &crc);
-		left -= chunk;
-	}
-	FIN_CRC32C(crc);
-	ok = ok && persist_read(f, &trailer, sizeof(trailer), NULL) &&
-		trailer.magic == PERSIST_MAGIC && EQ_CRC32C(trailer.crc, crc);
-	pfree(buf);
-	return ok && fseeko(f, 0, SEEK_SET) == 0;
-}
-
-/* Load the entries of a file found whole and current. */
-static void
-persist_load_entries(FILE *f, PersistHeader *header)
-{
-	int			loaded = 0;
-	int			filters = 0;
-
-	for (uint32 i = 0; i < header->nentries; i++)
+	ok = persist_read(f, &again, sizeof(again), &crc) &&
+		memcmp(&again, header, sizeof(again)) == 0;
+	for (uint32 i = 0; ok && i < header->nentries; i++)
 	{
 		PersistEntry entry;
 		GuniqueSummarySaved saved;
 		char	   *bits = NULL;
 
-		if (!persist_read(f, &entry, sizeof(entry), NULL))
+		ok = persist_read(f, &entry, sizeof(entry), &crc);
+		if (!ok)
 			break;
 		saved = entry.summary;
 		saved.filter = 0;
 		if (entry.summary.filter != 0)
 		{
 			saved.filter = gunique_filter_load(&entry.filter, &bits);
-			if (saved.filter != 0)
-			{
-				if (!persist_read(f, bits, entry.filter.nbytes, NULL))
-					break;		/* the entry is not made: the filter is lost */
-				filters++;
-			}
-			else if (fseeko(f, entry.filter.nbytes, SEEK_CUR) != 0)
-				break;
+			ok = saved.filter != 0 ?
+				persist_read(f, bits, entry.filter.nbytes, &crc) :
+				persist_skip(f, entry.filter.nbytes, &crc);
 		}
-		if (gunique_summary_load(&saved))
-			loaded++;
+		if (ok && nloaded < room && gunique_summary_load(&saved))
+		{
+			loaded[nloaded++] = saved;
+			filters += saved.filter != 0;
+		}
+		else if (saved.filter != 0)
+			gunique_filter_unload(saved.filter);
 	}
-	ereport(LOG,
-			(errmsg("gunique loaded %d key ranges and %d filters saved at the last shutdown",
-					loaded, filters)));
+	FIN_CRC32C(crc);
+	ok = ok && persist_read(f, &trailer, sizeof(trailer), NULL) &&
+		trailer.magic == PERSIST_MAGIC && EQ_CRC32C(trailer.crc, crc);
+	if (!ok)
+		persist_unload(loaded, nloaded);
+	else
+		ereport(LOG,
+				(errmsg("gunique loaded %d key ranges and %d filters saved at the last shutdown",
+						nloaded, filters)));
+	pfree(loaded);
+	return ok;
 }
 
 /*
@@ -476,21 +522,15 @@ gunique_persist_load(void)
 		;
 	else if (!persist_read_header(f, &header))
 		why = gettext_noop("The file was not written by this release of gunique for this release of PostgreSQL.");
-	else if (persist_header_current(&header, &why) && fseeko(f, 0, SEEK_SET) == 0)
+	else if (persist_header_current(&header, &why))
 	{
-		if (!persist_check_crc(f))
-			why = gettext_noop("The file is truncated or corrupt.");
-		else if (!gunique_filter_arena_ready())
+		if (!gunique_filter_arena_ready())
 			why = gettext_noop("gunique.filter_memory is 0.");
+		else if (fseeko(f, 0, SEEK_SET) != 0 ||
+				 !persist_load_entries(f, &header))
+			why = gettext_noop("The file is truncated or corrupt.");
 	}
-	if (why == NULL)
-	{
-		PersistHeader again;
-
-		if (persist_read(f, &again, sizeof(again), NULL))
-			persist_load_entries(f, &header);
-	}
-	else
+	if (why != NULL)
 		ereport(LOG,
 				(errmsg("gunique did not load the key filters saved in \"%s\"",
 						PERSIST_FILE),

@@ -1269,3 +1269,14 @@ gunique_summary_load(const GuniqueSummarySaved *saved)
 	pg_atomic_init_u32(&summary->filter_searches, 0);
 	return true;
 }
+
+/*
+ * In the postmaster at start: forget a summary that gunique_summary_load
+ * made, whose file proved not whole after all.
+ */
+void
+gunique_summary_unload(const GuniqueSummarySaved *saved)
+{
+	Assert(!IsUnderPostmaster);
+	(void) hash_search(summaries, &saved->tag, HASH_REMOVE, NULL);
+}

@@ -119,6 +119,7 @@ extern void gunique_summary_index_dropped(Oid indexoid);
 extern void gunique_summary_database_gone(Oid dbid);
 extern GuniqueSummarySaved *gunique_summary_save_all(int *n, int wait_ms);
 extern bool gunique_summary_load(const GuniqueSummarySaved *saved);
+extern void gunique_summary_unload(const GuniqueSummarySaved *saved);
 extern GuniqueSummaryMerge *gunique_summary_merge_begin(Relation topindex,
 														Relation *leaves,
 														bool *whole, int n);

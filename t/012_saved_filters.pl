@@ -92,6 +92,11 @@ sub restart_with
 			$log),
 		"$what: the file is not trusted, and the log says why");
 	ok(!-f $file, "$what: the file is removed");
+	# a file found corrupt after part of it was loaded leaves nothing
+	is( $node->safe_psql(
+			'postgres', 'SELECT filters, used_bytes FROM gunique_filter_memory()'),
+		'0|0',
+		"$what: no filter of it is kept");
 	is($node->safe_psql('postgres', $sample), '0',
 		"$what: every key is refused in another partition");
 	is($node->safe_psql('postgres', "SELECT count(*) FROM gunique_verify('t_k')"),
@@ -113,6 +118,21 @@ restart_with(
 		read($fh, my $byte, 1);
 		seek($fh, int((-s $file) / 2), 0);
 		print $fh chr(ord($byte) ^ 0x5a);
+		close $fh;
+	},
+	'The file is truncated or corrupt.');
+
+# A header whose byte count of filters is absurd: the server starts (the
+# room set aside for loaded filters is sized only by counts that fit in
+# the file, and never beyond gunique.filter_memory), and the CRC, which
+# covers the header, refuses the file.
+restart_with(
+	'absurd header',
+	sub {
+		open(my $fh, '+<', $file) or die "open: $!";
+		binmode $fh;
+		seek($fh, 40, 0);    # PersistHeader.filter_bytes
+		print $fh pack('Q', 1 << 50);
 		close $fh;
 	},
 	'The file is truncated or corrupt.');

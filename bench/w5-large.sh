@@ -7,7 +7,13 @@
 #   correlated  k = a (bigint, follows the partitioning)
 #   uuid        k = md5(a::text)::uuid
 # Then, for local (unique btree on (k, a)) and gunique (gunique on k):
-#   insert      one INSERT of W5_NEW new keys (odd a), timed, µs per row;
+#   insert      one INSERT of W5_NEW new keys (odd a), timed, µs per row,
+#               in a new session;
+#   insert-warm the same in a session that has just inserted W5_NEW new
+#               keys (untimed): a new session's first touch of each page
+#               of shared memory (key filters, shared buffers) is a page
+#               fault, and on virtual machines with shadow page tables
+#               much more;
 #   memory      gunique's filters' bytes per key (gunique_filter_memory())
 #               and shared_memory_size (MB);
 #   restart     a clean restart (pg_ctl restart -m fast): seconds until the
@@ -16,7 +22,9 @@
 #   then W5_SECS seconds of single-row inserts of new keys by one pgbench
 #   client, each transaction's latency logged: p50, p99 and max (ms);
 #   crash       the same after an immediate shutdown (the filters are then
-#               built again in the background).
+#               built again in the background, as the inserts ask for
+#               them); for gunique, then, seconds from the start until
+#               every filter is back ("crash-ready").
 # Every contender gets the same table and the same restarts.
 #
 # Sourced by bench/run; defines workload_5.  Not in CI: at --scale large it
@@ -113,17 +121,26 @@ w5_restart()
 	up=$(perl -e 'printf "%.2f", $ARGV[1] - $ARGV[0]' "$start" "$(date +%s.%N)")
 	ready=$up
 	if [ "$c" = gunique ] && [ "$mode" = fast ]; then
-		while [ "$(sql_value 'SELECT filters FROM gunique_filter_memory()')" -lt $((parts + 1)) ]; do
-			sleep 0.1
-		done
-		ready=$(perl -e 'printf "%.2f", $ARGV[1] - $ARGV[0]' "$start" "$(date +%s.%N)")
+		ready=$(w5_filters_back "$parts" "$start")
 	fi
-	echo "$up $ready"
+	echo "$up $ready $start"
+}
+
+# Seconds from "start" until every filter of the table's parts + 1 leaves
+# and group is there (polled every 0.1 s; gives up after 30 minutes).
+w5_filters_back()
+{
+	local parts=$1 start=$2 deadline=$((SECONDS + 1800))
+	while [ "$(sql_value 'SELECT filters FROM gunique_filter_memory()')" -lt $((parts + 1)) ]; do
+		[ $SECONDS -lt $deadline ] || die "w5: the filters were not back after 30 minutes"
+		sleep 0.1
+	done
+	perl -e 'printf "%.2f", $ARGV[1] - $ARGV[0]' "$start" "$(date +%s.%N)"
 }
 
 w5_contender()
 {
-	local c=$1 run=$2 variant=$3 rows=$4 parts=$5 keys=$6 us up ready bytes
+	local c=$1 run=$2 variant=$3 rows=$4 parts=$5 keys=$6 us up ready start bytes ins
 	log "w5: $variant, $c, run $run"
 	{
 		drop_any_enforce_sql w5
@@ -131,20 +148,27 @@ w5_contender()
 		echo "VACUUM (ANALYZE) w5;"
 		echo "CHECKPOINT;"
 	} | sql >/dev/null
-	us=$(echo "INSERT INTO w5 SELECT a, $(w5_key "$keys" a) FROM (SELECT nextval('w5_next') * 2 + 1 AS a FROM generate_series(1, $W5_NEW)) s;" |
-		timed_sql "" | perl -ne "printf '%.3f', \$_ * 1000 / $W5_NEW")
+	ins="INSERT INTO w5 SELECT a, $(w5_key "$keys" a) FROM (SELECT nextval('w5_next') * 2 + 1 AS a FROM generate_series(1, $W5_NEW)) s;"
+	us=$(echo "$ins" | timed_sql "" | perl -ne "printf '%.3f', \$_ * 1000 / $W5_NEW")
 	record w5 "$variant" insert "$c" "$run" "$us" us/row
+	# the same in a session that has just inserted as many (untimed)
+	us=$(echo "$ins" | timed_sql "$ins" | perl -ne "printf '%.3f', \$_ * 1000 / $W5_NEW")
+	record w5 "$variant" insert-warm "$c" "$run" "$us" us/row
 	if [ "$c" = gunique ]; then
 		bytes=$(sql_value "SELECT round(used_bytes::numeric / (SELECT count(*) FROM w5), 2) FROM gunique_filter_memory()")
 		record w5 "$variant" filter-bytes-per-key "$c" "$run" "$bytes" bytes
 	fi
 	record w5 "$variant" shared-memory "$c" "$run" "$(sql_value "SELECT setting FROM pg_settings WHERE name = 'shared_memory_size'")" MB
-	read -r up ready <<<"$(w5_restart fast "$c" "$parts")"
+	read -r up ready start <<<"$(w5_restart fast "$c" "$parts")"
 	record w5 "$variant" restart-up "$c" "$run" "$up" s
 	record w5 "$variant" restart-ready "$c" "$run" "$ready" s
 	w5_first_minute "$c" "$run" "$variant" "$keys" restart
-	read -r up ready <<<"$(w5_restart immediate "$c" "$parts")"
+	read -r up ready start <<<"$(w5_restart immediate "$c" "$parts")"
 	record w5 "$variant" crash-up "$c" "$run" "$up" s
 	w5_first_minute "$c" "$run" "$variant" "$keys" crash
+	if [ "$c" = gunique ]; then
+		# the background builds that the minute's inserts asked for
+		record w5 "$variant" crash-ready "$c" "$run" "$(w5_filters_back "$parts" "$start")" s
+	fi
 	drop_any_enforce_sql w5 | sql >/dev/null
 }

@@ -152,8 +152,9 @@ p "- prewarm: $meta{prewarm}\n" if $meta{prewarm};
 	if (open my $lf, '<', "$dir/logs/server.log") {
 		while (<$lf>) {
 			next unless /checkpoint starting: (.*)/;
-			$wal++ if $1 =~ /\bwal\b/;
-			$time++ if $1 =~ /\btime\b/;
+			my $why = $1;    # a later match would reset $1
+			$wal++ if $why =~ /\bwal\b/;
+			$time++ if $why =~ /\btime\b/;
 		}
 		p "- checkpoints not requested by the benchmark (by WAL volume, by time): $wal, $time", ($wal + $time ? " (they add noise to the steps they overlap)" : ""), "\n";
 	}

@@ -50,15 +50,7 @@ scale_params()
 		W3B_BASE=100000 W3B_TX=10
 		W4_ROWS=2000000 W4_SECS=5
 		;;
-	seed)
-		W1_N=6000000
-		W2_PARTITIONS="1 6 32 128 512"
-		W2_TOTAL=6000000 W2_ROWS=60000
-		W3A_BASE=2000000 W3A_SECS=60
-		W3B_BASE=1000000 W3B_TX=900
-		W4_ROWS=20000000 W4_SECS=60
-		;;
-	large)                            # workload 5 only: see bench/README.md
+	seed | large)                     # large: workload 5 only, see bench/README.md
 		W1_N=6000000
 		W2_PARTITIONS="1 6 32 128 512"
 		W2_TOTAL=6000000 W2_ROWS=60000

@@ -18,6 +18,9 @@ use warnings;
 use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
+use FindBin;
+use lib "$FindBin::RealBin/lib";
+use GuniqueFilterTable;
 use Time::HiRes qw(usleep);
 
 my $parts = 64;
@@ -32,30 +35,7 @@ restart_after_crash = on
 });
 $node->start;
 
-$node->safe_psql(
-	'postgres', qq{
-CREATE EXTENSION gunique;
--- distinct keys in random order
-CREATE FUNCTION kf(i bigint) RETURNS bigint IMMUTABLE LANGUAGE sql
-  AS 'SELECT (i * 2654435761) % 1000000007';
-CREATE TABLE t (a int NOT NULL, k bigint) PARTITION BY RANGE (a);
-SELECT format('CREATE TABLE t_%s PARTITION OF t FOR VALUES FROM (%s) TO (%s)',
-			  p, p * 10000, (p + 1) * 10000) FROM generate_series(0, $parts - 1) p \\gexec
-INSERT INTO t SELECT i, kf(i) FROM generate_series(0, $parts * 10000 - 1, 2) i;
-CREATE UNIQUE INDEX t_k ON t USING gunique (k);
--- would k be refused in the partition of a?  (rolled back either way)
-CREATE FUNCTION refused(a int, k bigint) RETURNS boolean LANGUAGE plpgsql AS \$f\$
-BEGIN
-	BEGIN
-		INSERT INTO t VALUES (a, k);
-		RAISE EXCEPTION USING ERRCODE = 'P0009';
-	EXCEPTION
-		WHEN unique_violation THEN RETURN true;
-		WHEN SQLSTATE 'P0009' THEN RETURN false;
-	END;
-END
-\$f\$;
-});
+create_filter_table($node, $parts);
 
 # every partition's filter, and the table's
 my $all = $parts + 1;
@@ -63,9 +43,7 @@ is($node->safe_psql('postgres', 'SELECT filters FROM gunique_filter_memory()'),
 	$all, 'CREATE INDEX builds a filter per partition and one for the table');
 
 # Keys of every partition, each tried in the next partition.
-my $sample = q{
-SELECT count(*) FILTER (WHERE NOT refused((a + 10000) % 640000, k))
-  FROM (SELECT a, k FROM t WHERE a % 997 = 0) s};
+my $sample = refused_sample($parts);
 
 sub wait_for_filters
 {

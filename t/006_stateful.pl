@@ -393,7 +393,9 @@ sub other_ddl
 }
 
 # Judge a list of row changes ([ins|del, slot, k]) made by one statement in
-# t: 'ok' (must succeed), 'fail' (must hit a unique violation) or 'maybe'.
+# t: 'ok' (must succeed), 'fail' (must hit a unique violation),
+# 'failroute' (the same, or a row's partition hidden by another session's
+# DDL first), 'noroute' (a row has no partition) or 'maybe'.
 sub judge
 {
 	my ($t, $ops) = @_;
@@ -415,8 +417,10 @@ sub judge
 		{
 			# in the statement's own transaction, or committed and left alone
 			my $own = grep { exists $scratch->{where}{$k}{$_} } @live;
-			return 'fail' if $own || !$unc;
-			return 'maybe';
+			return 'maybe' unless $own || !$unc;
+			# a DETACH CONCURRENTLY that waits has already hidden its
+			# partition from routing: a row may fail to route first
+			return other_ddl($t) ? 'failroute' : 'fail';
 		}
 		txn_set_row($scratch, $slot, $k, 1);
 	}
@@ -613,6 +617,7 @@ sub rows_done
 	my %legal = (
 		ok => { '00000' => 1 },
 		fail => { '23505' => 1 },
+		failroute => { '23505' => 1, '23514' => 1 },
 		noroute => { '23514' => 1 },
 		maybe => { '00000' => 1, '23505' => 1, '23514' => 1, '40P01' => 1, '40001' => 1 },
 	);

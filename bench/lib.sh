@@ -180,7 +180,9 @@ SETTINGS=(
 # mirror's libraries (gunique.so copied, every other file linked).  A server
 # maps gunique.so for its whole life, and a `make install` during a run would
 # overwrite the file under it and crash it; with the copy, a long run
-# measures one build from start to end.  Sets POSTGRES and GUNIQUE_SO.
+# measures one build from start to end.  BENCH_GUNIQUE_SO names another
+# build of gunique.so to copy instead of the installed one (for A/B runs of
+# two builds without installing either).  Sets POSTGRES and GUNIQUE_SO.
 private_install()
 {
 	local pkglib share root=$WORK/pg f
@@ -191,7 +193,7 @@ private_install()
 	for f in "$pkglib"/*; do
 		[ "$(basename "$f")" = gunique.so ] || ln -s "$f" "$root$pkglib/"
 	done
-	cp "$pkglib/gunique.so" "$root$pkglib/gunique.so"
+	cp "${BENCH_GUNIQUE_SO:-$pkglib/gunique.so}" "$root$pkglib/gunique.so"
 	ln -s "$share" "$root$share"
 	chmod -R a+rX "$root"
 	POSTGRES=$root$BINDIR/postgres

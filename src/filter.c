@@ -6,7 +6,8 @@
  * A key filter answers "surely not here" for almost every key its owner
  * does not hold, for the price of one cache line: a key sets one bit in
  * each of the eight words of one 64-byte block, chosen by the key's 64-bit
- * hash (keymap.c).  This file knows filters only by their reference; what
+ * hash (keymap.c).  In a large filter the hash picks a 4 kB page first,
+ * and keys close in order share pages (filter_block).  This file knows filters only by their reference; what
  * a filter stands for, when it is built, grown or dropped, and why a probe
  * may trust it, is summary.c's (src/README, invariant 6).
  *
@@ -54,10 +55,15 @@
 #define FILTER_BITS_PER_KEY 12
 
 /*
- * The count of keys is sampled: one key in 16 (by hash) adds 16, so that
- * most inserts do not write the shared counter.
+ * The count of keys is sampled: one key in 16 (by four bits of the low
+ * half of its hash, which keys close in order do not share) adds 16, so
+ * that most inserts do not write the shared counter.
  */
-#define FILTER_SAMPLE_SHIFT 60
+#define FILTER_SAMPLED(hash)	((((hash) >> 16) & 15) == 0)
+
+/* A page of blocks (or of pairs of blocks, in a tagged filter): 4 kB. */
+#define FILTER_PAGE_BYTES	4096
+#define FILTER_PAGE_BLOCKS	(FILTER_PAGE_BYTES / 64)
 
 typedef union FilterHeader
 {
@@ -263,17 +269,51 @@ filter_at(uint64 ref)
 }
 
 /*
+ * Is a filter of "nblocks" blocks made of whole pages of them?  Every
+ * filter of more than 8,160 blocks (some 350,000 keys) is, since
+ * filter_shape keeps eight significant bits of a count that large, and
+ * some smaller ones.
+ */
+static inline bool
+filter_paged(uint64 nblocks)
+{
+	return nblocks % FILTER_PAGE_BLOCKS == 0;
+}
+
+/*
  * The key's bloom block.  In a tagged filter, blocks come in pairs, bloom
  * then tag, each pair 128-byte aligned (see filter_place).
+ *
+ * In a paged filter, the high half of the hash picks a page of blocks (64
+ * blocks, or 32 pairs: 4 kB) and the low half a block in it.  Keys that
+ * are close in order share the high half of their hash (keymap.c), so a
+ * run of them sets and reads bits in one page: a backend that has not
+ * touched the filter before (a new session, or any after a restart) then
+ * maps a page per run of keys, not one per key.  The low half spreads a
+ * run's keys over its page's blocks.  Other filters place a key by the
+ * high half alone.
  */
 static inline pg_atomic_uint64 *
 filter_block(uint64 ref, uint64 hash)
 {
 	pg_atomic_uint64 *bits = (pg_atomic_uint64 *) (filter_at(ref) + 1);
-	int			stride = (ref & FILTER_REF_TAGGED) ? 2 * FILTER_BLOCK_WORDS :
-		FILTER_BLOCK_WORDS;
+	bool		tagged = (ref & FILTER_REF_TAGGED) != 0;
+	int			stride = tagged ? 2 * FILTER_BLOCK_WORDS : FILTER_BLOCK_WORDS;
+	uint64		nblocks = filter_nblocks(ref);
+	uint64		block;
 
-	return bits + (((hash >> 32) * filter_nblocks(ref)) >> 32) * stride;
+	if (filter_paged(nblocks))
+	{
+		int			per_page = tagged ? FILTER_PAGE_BLOCKS / 2 :
+			FILTER_PAGE_BLOCKS;
+		uint64		page = ((hash >> 32) * (nblocks / per_page)) >> 32;
+
+		block = page * per_page +
+			((((uint64) (uint32) hash) * per_page) >> 32);
+	}
+	else
+		block = ((hash >> 32) * nblocks) >> 32;
+	return bits + block * stride;
 }
 
 /* The tag block paired with the key's bloom block, in a tagged filter. */
@@ -287,12 +327,30 @@ filter_tag_block(uint64 ref, uint64 hash)
  * Where a filter's header goes in memory allocated at "dp": the first
  * place, 64-byte aligned, after which the bits start 128-byte aligned, so
  * that a bloom block and its tag block make one pair of cache lines, which
- * CPUs often fetch together.  The allocation has 128 bytes to spare.
+ * CPUs often fetch together; a paged filter's bits start 4 kB aligned, so
+ * that its pages of blocks are the system's pages where the area's
+ * segments are page-aligned.  The allocation has that alignment to spare
+ * (filter_bytes).
  */
-static inline dsa_pointer
-filter_place(dsa_pointer dp)
+static inline Size
+filter_align(uint64 nblocks)
 {
-	return TYPEALIGN(128, dp + sizeof(FilterHeader)) - sizeof(FilterHeader);
+	return filter_paged(nblocks) ? FILTER_PAGE_BYTES : 128;
+}
+
+static inline dsa_pointer
+filter_place(dsa_pointer dp, uint64 nblocks)
+{
+	return TYPEALIGN(filter_align(nblocks), dp + sizeof(FilterHeader)) -
+		sizeof(FilterHeader);
+}
+
+/* What a filter of "nblocks" blocks allocates. */
+static inline uint64
+filter_bytes(uint64 nblocks, bool tagged)
+{
+	return nblocks * 64 * (tagged ? 2 : 1) + sizeof(FilterHeader) +
+		filter_align(nblocks);
 }
 
 /*
@@ -397,7 +455,7 @@ gunique_filter_set(uint64 ref, uint64 hash, int tag, bool count)
 			pg_atomic_fetch_or_u64(&block[i], masks[i]);
 	if (ref & FILTER_REF_TAGGED)
 		filter_set_tag(ref, hash, tag, false);
-	if (!count || (hash >> FILTER_SAMPLE_SHIFT) != 0)
+	if (!count || !FILTER_SAMPLED(hash))
 		return false;
 	return pg_atomic_add_fetch_u64(&f->h.nkeys, 16) >
 		pg_atomic_read_u64(&f->h.capacity);
@@ -632,12 +690,12 @@ gunique_filter_alloc(uint64 keys, bool tagged)
 	shape = filter_shape(nblocks);
 	nblocks = filter_nblocks(shape);
 	/* the header and the bits (twice as many with tags), placed */
-	bytes = nblocks * 64 * (tagged ? 2 : 1) + sizeof(FilterHeader) + 128;
+	bytes = filter_bytes(nblocks, tagged);
 
 	dp = filter_dsa_allocate(bytes);
 	if (!DsaPointerIsValid(dp))
 		return 0;
-	aligned = filter_place(dp);
+	aligned = filter_place(dp, nblocks);
 	f = (FilterHeader *) dsa_get_address(filter_area_get(), aligned);
 	Assert(((uintptr_t) f & 63) == 0);
 	Assert((aligned & FILTER_REF_SHAPE) == 0);
@@ -794,12 +852,12 @@ gunique_filter_load(const GuniqueFilterSaved *saved, char **bits)
 	nbytes = nblocks * 64 * (tagged ? 2 : 1);
 	if (nbytes != saved->nbytes)
 		return 0;
-	bytes = nbytes + sizeof(FilterHeader) + 128;
+	bytes = filter_bytes(nblocks, tagged);
 	dp = dsa_allocate_extended(startup_area, bytes, DSA_ALLOC_HUGE |
 							   DSA_ALLOC_NO_OOM);
 	if (!DsaPointerIsValid(dp))
 		return 0;
-	aligned = filter_place(dp);
+	aligned = filter_place(dp, nblocks);
 	f = (FilterHeader *) dsa_get_address(startup_area, aligned);
 	pg_atomic_init_u64(&f->h.capacity, saved->capacity);
 	pg_atomic_init_u64(&f->h.nkeys, saved->nkeys);

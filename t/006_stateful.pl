@@ -293,7 +293,8 @@ sub new_txn
 		trunc => {},    # slot => 1: committed rows gone
 		ddl => 0,       # membership DDL done
 		bulks => [],    # bulk records inserted
-		bulkdel => {},  # slot => 1: committed bulk keys deleted
+		bulkdel => {},  # slot => {lo => 1}: the committed bulk records
+						#   (by their first key) whose keys it deleted
 		saves => [],    # [name, copy of the state]
 		aborted => 0,
 		nsave => 0,
@@ -442,9 +443,14 @@ sub commit_txn
 		delete $M{where}{$_}{$slot} for keys %{ $M{rows}{$slot} // {} };
 		$M{rows}{$slot} = {};
 	}
-	for my $slot (keys %{ $t->{trunc} }, keys %{ $t->{bulkdel} })
+	for my $slot (keys %{ $t->{trunc} })
 	{
 		$_->{gone}{$slot} = 1 for @{ $M{bulks} };
+	}
+	# a DELETE leaves the bulks committed after its snapshot alone
+	while (my ($slot, $seen) = each %{ $t->{bulkdel} })
+	{
+		$_->{gone}{$slot} = 1 for grep { $seen->{ $_->{lo} } } @{ $M{bulks} };
 	}
 	push @{ $M{bulks} }, @{ $t->{bulks} };
 	$M{parts}{$_} = $t->{parts}{$_} for keys %{ $t->{parts} };
@@ -876,9 +882,12 @@ sub op_bulk_delete
 			fail_now("$d->{s}{name}: $a->{sql}: $st: $d->{s}{lasterr}")
 			  unless $st eq '00000';
 			my $t = $d->{tx} // new_txn();
+			# other sessions may commit bulks before this transaction
+			# ends: the DELETE did not see them
+			my %seen = map { $_->{lo} => 1 } @{ $M{bulks} };
 			for my $slot (attached_slots($t))
 			{
-				$t->{bulkdel}{$slot} = 1;
+				$t->{bulkdel}{$slot} = { %{ $t->{bulkdel}{$slot} // {} }, %seen };
 				$_->{gone}{$slot} = 1 for @{ $t->{bulks} };
 			}
 			commit_txn($t) unless $d->{tx};

@@ -228,8 +228,8 @@ filter_area_get(void)
  * bits), so that a probe finds a key's block without reading the header,
  * and FILTER_REF_TAGGED if the filter has a tag part after its bloom part.
  * A filter so has any number of blocks within 1% (not only powers of
- * two), and a key's block is picked by multiplying the high half of its
- * hash by that number.
+ * two), and a key's block (or page of blocks) is picked by multiplying
+ * half of its hash by that number (filter_block).
  */
 #define FILTER_REF_EXP_MASK		UINT64CONST(63)
 #define FILTER_REF_MANT_SHIFT	50
@@ -291,7 +291,8 @@ filter_paged(uint64 nblocks)
  * touched the filter before (a new session, or any after a restart) then
  * maps a page per run of keys, not one per key.  The low half spreads a
  * run's keys over its page's blocks.  Other filters place a key by the
- * high half alone.
+ * low half alone: by the high half, a run's keys would all go to one
+ * block.
  */
 static inline pg_atomic_uint64 *
 filter_block(uint64 ref, uint64 hash)
@@ -312,7 +313,7 @@ filter_block(uint64 ref, uint64 hash)
 			((((uint64) (uint32) hash) * per_page) >> 32);
 	}
 	else
-		block = ((hash >> 32) * nblocks) >> 32;
+		block = (((uint64) (uint32) hash) * nblocks) >> 32;
 	return bits + block * stride;
 }
 

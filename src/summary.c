@@ -741,8 +741,19 @@ summary_fill_begin(SummaryFill *fill, GuniqueSummary *summary,
 		!pg_atomic_compare_exchange_u32(&summary->filter_busy, &expected, 1))
 		return false;
 	old = pg_atomic_read_u64(&summary->filter);
-	next = gunique_filter_alloc(summary_filter_keys_wanted(summary, estimate),
-								tagged);
+	/* an error here must not leave the entry busy until the next restart */
+	PG_TRY();
+	{
+		next = gunique_filter_alloc(summary_filter_keys_wanted(summary,
+															   estimate),
+									tagged);
+	}
+	PG_CATCH();
+	{
+		pg_atomic_write_u32(&summary->filter_busy, 0);
+		PG_RE_THROW();
+	}
+	PG_END_TRY();
 	if (next == 0)
 	{
 		/* No room: keep the filter there is, and ask again at twice its load */
@@ -1013,6 +1024,28 @@ summary_forget_subgroups(Relation topindex)
 }
 
 /*
+ * End every fill of a merge that has begun: publish each, or abandon it
+ * (its entry keeps the filter it had).
+ */
+static void
+summary_merge_fills_end(GuniqueSummaryMerge *merge, bool complete)
+{
+	for (int i = 0; i <= merge->nleaves; i++)
+	{
+		SummaryFill *fill = i < merge->nleaves ?
+			&merge->leaves[i] : &merge->group;
+
+		if (fill->summary == NULL)
+			continue;
+		if (complete)
+			summary_fill_publish(fill);
+		else
+			summary_fill_abort(fill);
+		summary_fill_done(fill);
+	}
+}
+
+/*
  * The merge of a tree's leaves (CREATE INDEX, ATTACH) is about to read
  * them, with every writer locked out (the check's ShareLock).  Each leaf
  * it reads whole ("whole") gets a new filter from what it reads, and so
@@ -1039,7 +1072,7 @@ gunique_summary_merge_begin(Relation topindex, Relation *leaves, bool *whole,
 	 * Everything that may fail (catalog and relation size lookups, memory)
 	 * comes before the first fill begins: a fill begun marks its entry busy
 	 * until gunique_summary_merge_end, which the caller reaches only once
-	 * this returns.
+	 * this returns (an error as the fills begin ends those begun, below).
 	 */
 	merge->nleaves = n;
 	merge->leaves = palloc0(sizeof(SummaryFill) * Max(n, 1));
@@ -1072,19 +1105,34 @@ gunique_summary_merge_begin(Relation topindex, Relation *leaves, bool *whole,
 	if (n >= GUNIQUE_GROUP_FILTER_MIN_LEAVES && all)
 		summary_forget_at_abort(RelationGetRelid(topindex));
 
-	for (int i = 0; i < n; i++)
-		if (entries[i] != NULL && blocks[i] > 1)
-			(void) summary_fill_begin(&merge->leaves[i], entries[i], keys[i],
-									  true, false);
-	if (n < GUNIQUE_GROUP_FILTER_MIN_LEAVES)
-		summary_forget(RelationGetRelid(topindex));
-	else if (!(all ? summary_fill_begin(&merge->group, group, estimate, true,
-										n >= GUNIQUE_GROUP_TAG_MIN_LEAVES) :
-			   summary_extend_begin(&merge->group, group)))
+	/*
+	 * A fill can still fail as it begins (making a filter starts a
+	 * subtransaction, and may attach a new segment of the area): the fills
+	 * begun before it end, abandoned, so that no entry stays busy.
+	 */
+	PG_TRY();
 	{
-		/* a group filter that cannot take these keys must not stay */
-		summary_forget(RelationGetRelid(topindex));
+		for (int i = 0; i < n; i++)
+			if (entries[i] != NULL && blocks[i] > 1)
+				(void) summary_fill_begin(&merge->leaves[i], entries[i],
+										  keys[i], true, false);
+		if (n < GUNIQUE_GROUP_FILTER_MIN_LEAVES)
+			summary_forget(RelationGetRelid(topindex));
+		else if (!(all ?
+				   summary_fill_begin(&merge->group, group, estimate, true,
+									  n >= GUNIQUE_GROUP_TAG_MIN_LEAVES) :
+				   summary_extend_begin(&merge->group, group)))
+		{
+			/* a group filter that cannot take these keys must not stay */
+			summary_forget(RelationGetRelid(topindex));
+		}
 	}
+	PG_CATCH();
+	{
+		summary_merge_fills_end(merge, false);
+		PG_RE_THROW();
+	}
+	PG_END_TRY();
 	pfree(entries);
 	pfree(keys);
 	pfree(blocks);
@@ -1155,19 +1203,7 @@ gunique_summary_merge_end(GuniqueSummaryMerge *merge, bool complete)
 	MemoryContextDelete(merge->hashcxt);
 	for (int i = 0; complete && i < merge->nleaves; i++)
 		summary_range_read_whole(&merge->ranges[i]);
-	for (int i = 0; i <= merge->nleaves; i++)
-	{
-		SummaryFill *fill = i < merge->nleaves ?
-			&merge->leaves[i] : &merge->group;
-
-		if (fill->summary == NULL)
-			continue;
-		if (complete)
-			summary_fill_publish(fill);
-		else
-			summary_fill_abort(fill);
-		summary_fill_done(fill);
-	}
+	summary_merge_fills_end(merge, complete);
 }
 
 /* Is a filter being built for any entry? */

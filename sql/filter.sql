@@ -251,23 +251,23 @@ SELECT tableoid::regclass, a, b FROM sv WHERE b % 2 <> 0 OR b NOT BETWEEN 0 AND 
 
 -- Large filters are paged: a key's hash picks a 4 kB page of blocks first,
 -- and integer keys close in order share a page (filter.c, keymap.c).
--- 800,000 consecutive keys, alternating between two partitions, so that
--- each leaf's range covers the other's keys and only the filters (made by
+-- 800,000 even keys, alternating between two partitions, so that each
+-- leaf's range covers the other's keys and only the filters (made by
 -- CREATE INDEX, then again by the builder) can rule a partition out: every
--- key sampled is refused from the other partition, and new keys are not
--- searched for.
+-- key sampled is refused from the other partition, and 5,000 odd keys
+-- between them meet few false positives (a few dozen btree searches).
 CREATE TABLE pg2 (a int NOT NULL, k bigint) PARTITION BY LIST ((a % 2));
 CREATE TABLE pg2_0 PARTITION OF pg2 FOR VALUES IN (0);
 CREATE TABLE pg2_1 PARTITION OF pg2 FOR VALUES IN (1);
-INSERT INTO pg2 SELECT g, g FROM generate_series(0, 799999) g;
+INSERT INTO pg2 SELECT g, 2 * g FROM generate_series(0, 799999) g;
 CREATE UNIQUE INDEX pg2_k ON pg2 USING gunique (k);
-SELECT refused('pg2', 'SELECT format(''(%s, %s)'', g + 1, g) AS v FROM generate_series(0, 799999, 1009) g');
+SELECT refused('pg2', 'SELECT format(''(%s, %s)'', g + 1, 2 * g) AS v FROM generate_series(0, 799999, 1009) g');
 SELECT gunique_build_filters('pg2_k', true) > 0 AS rebuilt;
-SELECT refused('pg2', 'SELECT format(''(%s, %s)'', g + 1, g) AS v FROM generate_series(3, 799999, 1013) g');
+SELECT refused('pg2', 'SELECT format(''(%s, %s)'', g + 1, 2 * g) AS v FROM generate_series(3, 799999, 1013) g');
 SELECT gunique_probe_stats_reset();
-INSERT INTO pg2 SELECT g, g FROM generate_series(800000, 804999) g;
-SELECT inserts, partitions_probed < 50 AS filtered
-  FROM gunique_probe_stats() WHERE index::text LIKE 'pg2%' ORDER BY 1;
+INSERT INTO pg2 SELECT g, 2 * g + 1 FROM generate_series(0, 4999) g;
+SELECT sum(inserts) AS inserts, sum(partitions_probed) < 50 AS few_searches
+  FROM gunique_probe_stats() WHERE index::text LIKE 'pg2%';
 SELECT count(*), count(DISTINCT k) FROM pg2;
 DROP TABLE pg2;
 

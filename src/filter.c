@@ -7,9 +7,10 @@
  * does not hold, for the price of one cache line: a key sets one bit in
  * each of the eight words of one 64-byte block, chosen by the key's 64-bit
  * hash (keymap.c).  In a large filter the hash picks a 4 kB page first,
- * and keys close in order share pages (filter_block).  This file knows filters only by their reference; what
- * a filter stands for, when it is built, grown or dropped, and why a probe
- * may trust it, is summary.c's (src/README, invariant 6).
+ * and keys close in order share pages (filter_block).  This file knows
+ * filters only by their reference; what a filter stands for, when it is
+ * built, grown or dropped, and why a probe may trust it, is summary.c's
+ * (src/README, invariant 6).
  *
  * A group's filter is tagged: each bloom block is followed by a tag block
  * of the same size, where a key sets GUNIQUE_FILTER_TAG_BITS bits chosen
@@ -346,11 +347,18 @@ filter_place(dsa_pointer dp, uint64 nblocks)
 		sizeof(FilterHeader);
 }
 
+/* The bytes of a filter's bits: bloom blocks, and as many tag blocks. */
+static inline uint64
+filter_bits_bytes(uint64 nblocks, bool tagged)
+{
+	return nblocks * 64 * (tagged ? 2 : 1);
+}
+
 /* What a filter of "nblocks" blocks allocates. */
 static inline uint64
 filter_bytes(uint64 nblocks, bool tagged)
 {
-	return nblocks * 64 * (tagged ? 2 : 1) + sizeof(FilterHeader) +
+	return filter_bits_bytes(nblocks, tagged) + sizeof(FilterHeader) +
 		filter_align(nblocks);
 }
 
@@ -814,15 +822,13 @@ char *
 gunique_filter_saved(uint64 ref, GuniqueFilterSaved *saved)
 {
 	FilterHeader *f = filter_at(ref);
-	uint64		nbytes = filter_nblocks(ref) * 64;
 
-	if (ref & FILTER_REF_TAGGED)
-		nbytes *= 2;
 	saved->shape = ref & FILTER_REF_SHAPE;
 	saved->capacity = pg_atomic_read_u64(&f->h.capacity);
 	saved->nkeys = pg_atomic_read_u64(&f->h.nkeys);
 	saved->tags_lost = pg_atomic_read_u32(&f->h.tags_lost);
-	saved->nbytes = nbytes;
+	saved->nbytes = filter_bits_bytes(filter_nblocks(ref),
+									  (ref & FILTER_REF_TAGGED) != 0);
 	return (char *) (f + 1);
 }
 
@@ -839,7 +845,6 @@ gunique_filter_load(const GuniqueFilterSaved *saved, char **bits)
 {
 	uint64		nblocks = filter_nblocks(saved->shape);
 	bool		tagged = (saved->shape & FILTER_REF_TAGGED) != 0;
-	uint64		nbytes;
 	uint64		bytes;
 	dsa_pointer dp;
 	dsa_pointer aligned;
@@ -850,8 +855,7 @@ gunique_filter_load(const GuniqueFilterSaved *saved, char **bits)
 		nblocks < FILTER_MIN_BLOCKS || nblocks > FILTER_MAX_BLOCKS ||
 		filter_shape(nblocks) != (saved->shape & ~FILTER_REF_TAGGED))
 		return 0;
-	nbytes = nblocks * 64 * (tagged ? 2 : 1);
-	if (nbytes != saved->nbytes)
+	if (filter_bits_bytes(nblocks, tagged) != saved->nbytes)
 		return 0;
 	bytes = filter_bytes(nblocks, tagged);
 	dp = dsa_allocate_extended(startup_area, bytes, DSA_ALLOC_HUGE |

@@ -150,4 +150,12 @@ gunique_lock_held_or_stronger(const LOCKTAG *tag, LOCKMODE mode)
 	pg_proc_aclcheck((funcoid), GetUserId(), ACL_EXECUTE)
 #endif
 
+/*
+ * PostgreSQL 18 split EXPLAIN's declarations: its state and its output
+ * functions have headers of their own.
+ */
+#if PG_VERSION_NUM >= 180000
+#define GUNIQUE_EXPLAIN_HEADERS 1
+#endif
+
 #endif							/* GUNIQUE_COMPAT_H */

@@ -25,6 +25,7 @@
 #include "filter.h"
 #include "gunique.h"
 #include "keylock.h"
+#include "lookup.h"
 #include "onconflict.h"
 #include "persist.h"
 #include "probescan.h"
@@ -101,6 +102,7 @@ _PG_init(void)
 							 true,
 							 PGC_USERSET, 0,
 							 NULL, NULL, NULL);
+	gunique_lookup_plan_init();
 	MarkGUCPrefixReserved("gunique");
 
 	prev_shmem_request_hook = shmem_request_hook;

@@ -724,13 +724,14 @@ scope_install(Oid topindex, TreeWalk *walk, GuniqueScope *key)
 }
 
 /*
- * Build the cache entry for the tree that leaf index belongs to.  Returns
+ * Build the cache entry for the tree that index belongs to, a leaf or, with
+ * is_top, the tree's top index.  Returns
  * false if the cache was flushed meanwhile and the caller must look again.
  */
 static bool
-scope_build(Relation leaf)
+scope_build(Relation index, bool is_top)
 {
-	Oid			leafindex = RelationGetRelid(leaf);
+	Oid			indexoid = RelationGetRelid(index);
 	uint64		generation = cache_generation;
 	MemoryContext buildcxt;
 	MemoryContext oldcxt;
@@ -747,9 +748,9 @@ scope_build(Relation leaf)
 	walking = true;
 	PG_TRY();
 	{
-		top = gunique_tree_top(leafindex);
+		top = is_top ? indexoid : gunique_tree_top(indexoid);
 		walk_tree(top, top, &walk);
-		scope_fill_key(&key, leaf, buildcxt);
+		scope_fill_key(&key, index, buildcxt);
 	}
 	PG_FINALLY();
 	{
@@ -840,7 +841,7 @@ gunique_scope_for_leaf(Relation index, GuniqueLeafPlace *place,
 			entry = hash_search(leaf_map, &leafoid, HASH_FIND, NULL);
 		if (entry == NULL)
 		{
-			if (!scope_build(index))
+			if (!scope_build(index, false))
 				continue;
 			entry = hash_search(leaf_map, &leafoid, HASH_FIND, NULL);
 			if (entry == NULL)
@@ -870,6 +871,36 @@ gunique_scope_for_leaf(Relation index, GuniqueLeafPlace *place,
 		Assert(place->first + place->self < scope->nleaves &&
 			   scope->leaves[place->first + place->self].indexoid == leafoid);
 
+		locked = lock == GUNIQUE_LOCK_ALL ? scope->locked_generation :
+			scope->inner_locked_generation;
+		if (lock == GUNIQUE_LOCK_NONE || locked == lock_generation ||
+			scope_lock(scope, lock, false, NULL))
+			return scope;
+	}
+}
+
+/*
+ * The cached tree whose top index is "topindex", locked as
+ * gunique_scope_for_leaf locks it.  For a reader that starts from the
+ * table, not from a leaf (lookup.c).
+ */
+GuniqueScope *
+gunique_scope_for_top(Relation topindex, GuniqueScopeLock lock)
+{
+	Oid			topoid = RelationGetRelid(topindex);
+
+	for (;;)
+	{
+		GuniqueScope *scope = NULL;
+		uint64		locked;
+
+		if (scope_by_top != NULL)
+			scope = hash_search(scope_by_top, &topoid, HASH_FIND, NULL);
+		if (scope == NULL)
+		{
+			(void) scope_build(topindex, true);
+			continue;
+		}
 		locked = lock == GUNIQUE_LOCK_ALL ? scope->locked_generation :
 			scope->inner_locked_generation;
 		if (lock == GUNIQUE_LOCK_NONE || locked == lock_generation ||

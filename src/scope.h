@@ -71,6 +71,8 @@ extern GuniqueScope *gunique_scope_for_leaf(Relation index,
 											 GuniqueLeafPlace *place,
 											 GuniqueScopeLock lock);
 
+extern GuniqueScope *gunique_scope_for_top(Relation topindex,
+											 GuniqueScopeLock lock);
 extern uint64 gunique_scope_generation(void);
 extern bool gunique_scope_try_lock_all(Relation index);
 

@@ -1,0 +1,858 @@
+/*-------------------------------------------------------------------------
+ *
+ * lookup.c
+ *	  Read a partitioned table by a gunique key: only the partitions whose
+ *	  summaries can hold the key.
+ *
+ * The executor's side of the lookup path that lookupplan.c plans.  For each
+ * key, the group's filter (and its tags) rules out most partitions without
+ * locking them; the leaves of the key's tags are locked, and their key
+ * ranges and filters rule out more; the rest are searched with the query's
+ * snapshot through their btrees, until a row is found: the index holds at
+ * most one row visible to a snapshot.  Where a summary cannot be trusted
+ * (a serializable transaction, which must leave predicate locks where a
+ * btree scan of every partition would; a standby, whose btrees change by
+ * WAL replay without gunique), every partition is searched.  The proofs are
+ * src/README, "Lookups".
+ *
+ * Rows found are kept, converted to the table's row type, so that the scan
+ * can go backward and mark its position (a cursor, a merge join); there is
+ * one per key.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "access/genam.h"
+#include "access/htup_details.h"
+#include "access/nbtree.h"
+#include "access/relscan.h"
+#include "access/table.h"
+#include "access/tableam.h"
+#include "access/tupconvert.h"
+#include "access/xact.h"
+#include "access/xlog.h"
+#include "catalog/index.h"
+#include "catalog/pg_class.h"
+#include "commands/explain.h"
+#include "executor/executor.h"
+#include "executor/tuptable.h"
+#include "miscadmin.h"
+#include "nodes/execnodes.h"
+#include "nodes/extensible.h"
+#include "nodes/makefuncs.h"
+#include "partitioning/partdesc.h"
+#include "rewrite/rewriteManip.h"
+#include "storage/lmgr.h"
+#include "utils/array.h"
+#include "utils/builtins.h"
+#include "utils/hsearch.h"
+#include "utils/lsyscache.h"
+#include "utils/memutils.h"
+#include "utils/rel.h"
+#include "utils/ruleutils.h"
+#include "utils/snapmgr.h"
+#include "utils/timestamp.h"
+
+#include "compat.h"
+#ifdef GUNIQUE_EXPLAIN_HEADERS
+#include "commands/explain_format.h"
+#include "commands/explain_state.h"
+#endif
+#include "builder.h"
+#include "filter.h"
+#include "keylock.h"
+#include "keymap.h"
+#include "lookup.h"
+#include "scope.h"
+#include "summary.h"
+
+/* A leaf partition of the table, as the lookup reads it. */
+typedef struct LookupPart
+{
+	Oid			heapoid;
+	Oid			indexoid;		/* its leaf of the gunique tree */
+	int			next;			/* the next part of the same tag, or -1 */
+} LookupPart;
+
+/*
+ * The backend's view of one table's partitions for lookups, by top index:
+ * made from the scope (scope.c) and the partition descriptors a reader
+ * sees, and made again when either changes.
+ */
+typedef struct LookupTree
+{
+	Oid			topindex;		/* hash key */
+	MemoryContext cxt;			/* NULL until made */
+	uint64		scope_generation;
+	int			ndescs;
+	Oid		   *desc_tables;	/* the partitioned tables, top first */
+	PartitionDesc *descs;		/* the descriptors it was made from */
+	int			nparts;
+	LookupPart *parts;
+	bool		one_group;		/* every leaf is in the top index's group */
+	uint64		tags_present;
+	int			first[GUNIQUE_FILTER_TAGS];
+	GuniqueKeyMap map;
+	Oid			opcintype[INDEX_MAX_KEYS];
+	Oid			collation[INDEX_MAX_KEYS];
+	RegProcedure eqproc[INDEX_MAX_KEYS];
+	FmgrInfo	cmp;			/* the first column's order, for arrays */
+} LookupTree;
+
+/* A row found, in the table's row type. */
+typedef struct LookupRow
+{
+	HeapTuple	tuple;
+	Oid			tableoid;
+} LookupRow;
+
+typedef struct LookupScanState
+{
+	CustomScanState css;
+	Relation	index;			/* the gunique index on the table */
+	bool		array;			/* one expression: an array of keys */
+	List	   *key_exprs;		/* ExprStates */
+	MemoryContext rowcxt;		/* the rows found, until a rescan */
+	bool		fetched;
+	int			nrows;
+	int			maxrows;
+	LookupRow  *rows;
+	int			pos;			/* of the row returned last */
+	int			markpos;
+	/* for EXPLAIN ANALYZE, over every execution */
+	int64		searched;
+	int64		ruled_out;
+} LookupScanState;
+
+static HTAB *lookup_trees = NULL;
+static TimestampTz filters_asked = 0;
+
+#define LOOKUP_ASK_MS 100
+
+static void lookup_begin(CustomScanState *node, EState *estate, int eflags);
+static TupleTableSlot *lookup_exec(CustomScanState *node);
+static void lookup_end(CustomScanState *node);
+static void lookup_rescan(CustomScanState *node);
+static void lookup_mark(CustomScanState *node);
+static void lookup_restore(CustomScanState *node);
+static void lookup_explain(CustomScanState *node, List *ancestors,
+						   ExplainState *es);
+
+static const CustomExecMethods lookup_exec_methods = {
+	.CustomName = GUNIQUE_LOOKUP_NAME,
+	.BeginCustomScan = lookup_begin,
+	.ExecCustomScan = lookup_exec,
+	.EndCustomScan = lookup_end,
+	.ReScanCustomScan = lookup_rescan,
+	.MarkPosCustomScan = lookup_mark,
+	.RestrPosCustomScan = lookup_restore,
+	.ExplainCustomScan = lookup_explain,
+};
+
+Node *
+gunique_lookup_create_state(CustomScan *cscan)
+{
+	LookupScanState *state = palloc0(sizeof(LookupScanState));
+
+	NodeSetTag(state, T_CustomScanState);
+	state->css.methods = &lookup_exec_methods;
+	state->array = list_nth_oid(cscan->custom_private,
+								LOOKUP_PRIVATE_ARRAY) != 0;
+	return (Node *) state;
+}
+
+/*
+ * The leaf partitions a reader of "table" sees now (a partition being
+ * detached concurrently is left out as the planner leaves it out), and the
+ * descriptors that say so.  Partitioned partitions are locked as the
+ * planner's expansion locks them.
+ */
+static void
+lookup_collect(Relation table, List **tables, List **descs, List **leaves)
+{
+	PartitionDesc pd = RelationGetPartitionDesc(table, true);
+
+	*tables = lappend_oid(*tables, RelationGetRelid(table));
+	*descs = lappend(*descs, pd);
+	for (int i = 0; i < pd->nparts; i++)
+	{
+		Relation	sub;
+
+		if (pd->is_leaf[i])
+		{
+			*leaves = lappend_oid(*leaves, pd->oids[i]);
+			continue;
+		}
+		sub = table_open(pd->oids[i], AccessShareLock);
+		lookup_collect(sub, tables, descs, leaves);
+		table_close(sub, NoLock);
+	}
+}
+
+/* Are the descriptors the tree was made from those a reader sees now? */
+static bool
+lookup_tree_current(LookupTree *tree, Relation table)
+{
+	if (tree->cxt == NULL ||
+		tree->scope_generation != gunique_scope_generation())
+		return false;
+	for (int i = 0; i < tree->ndescs; i++)
+	{
+		Relation	rel = i == 0 ? table : table_open(tree->desc_tables[i],
+													  AccessShareLock);
+		bool		same = RelationGetPartitionDesc(rel, true) == tree->descs[i];
+
+		if (i > 0)
+			table_close(rel, NoLock);
+		if (!same)
+			return false;
+	}
+	return tree->scope_generation == gunique_scope_generation();
+}
+
+static int
+lookup_leaf_cmp(const void *a, const void *b)
+{
+	Oid			x = ((const GuniqueLeaf *) a)->heapoid;
+	Oid			y = ((const GuniqueLeaf *) b)->heapoid;
+
+	return x < y ? -1 : x > y;
+}
+
+/* Each leaf partition's leaf index, from the scope; by tag. */
+static void
+lookup_tree_parts(LookupTree *tree, GuniqueScope *scope, List *leaves,
+				  Relation index)
+{
+	GuniqueLeaf *sorted = palloc(sizeof(GuniqueLeaf) * Max(scope->nleaves, 1));
+	int			nsorted = 0;
+	ListCell   *lc;
+	int			i = 0;
+
+	tree->one_group = true;
+	for (int j = 0; j < scope->nleaves; j++)
+	{
+		if (scope->leaves[j].sibling)
+			continue;
+		sorted[nsorted++] = scope->leaves[j];
+		tree->one_group &= scope->leaves[j].group == RelationGetRelid(index);
+	}
+	qsort(sorted, nsorted, sizeof(GuniqueLeaf), lookup_leaf_cmp);
+
+	tree->nparts = list_length(leaves);
+	tree->parts = MemoryContextAlloc(tree->cxt,
+									 sizeof(LookupPart) * Max(tree->nparts, 1));
+	tree->tags_present = 0;
+	for (int t = 0; t < GUNIQUE_FILTER_TAGS; t++)
+		tree->first[t] = -1;
+	foreach(lc, leaves)
+	{
+		GuniqueLeaf probe;
+		GuniqueLeaf *leaf;
+		int			tag;
+
+		probe.heapoid = lfirst_oid(lc);
+		leaf = bsearch(&probe, sorted, nsorted, sizeof(GuniqueLeaf),
+					   lookup_leaf_cmp);
+		if (leaf == NULL)
+			ereport(ERROR,
+					(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+					 errmsg("partition \"%s\" has no partition of gunique index \"%s\"",
+							get_rel_name(probe.heapoid),
+							RelationGetRelationName(index)),
+					 errdetail("A lookup by the index's key must read every partition that can hold the key."),
+					 errhint("Set gunique.enable_lookup to off to read the table without the index.")));
+		tree->parts[i].heapoid = leaf->heapoid;
+		tree->parts[i].indexoid = leaf->indexoid;
+		tag = gunique_summary_leaf_tag(leaf->heapoid);
+		tree->parts[i].next = tree->first[tag];
+		tree->first[tag] = i;
+		tree->tags_present |= UINT64CONST(1) << tag;
+		i++;
+	}
+	pfree(sorted);
+}
+
+/* The key as the leaves compare and hash it. */
+static void
+lookup_tree_key(LookupTree *tree, Relation index)
+{
+	int			nkeys = IndexRelationGetNumberOfKeyAttributes(index);
+
+	gunique_keymap_make(&tree->map, index, tree->cxt);
+	for (int i = 0; i < nkeys; i++)
+	{
+		Oid			eqop = get_opfamily_member(index->rd_opfamily[i],
+											   index->rd_opcintype[i],
+											   index->rd_opcintype[i],
+											   BTEqualStrategyNumber);
+
+		if (!OidIsValid(eqop))
+			elog(ERROR, "missing operator %d(%u,%u) in opfamily %u",
+				 BTEqualStrategyNumber, index->rd_opcintype[i],
+				 index->rd_opcintype[i], index->rd_opfamily[i]);
+		tree->opcintype[i] = index->rd_opcintype[i];
+		tree->collation[i] = index->rd_indcollation[i];
+		tree->eqproc[i] = get_opcode(eqop);
+	}
+	fmgr_info_cxt(get_opfamily_proc(index->rd_opfamily[0],
+									index->rd_opcintype[0],
+									index->rd_opcintype[0], BTORDER_PROC),
+				  &tree->cmp, tree->cxt);
+}
+
+/* Make the tree again from the scope and the descriptors. */
+static void
+lookup_tree_make(LookupTree *tree, GuniqueScope *scope, Relation table,
+				 Relation index, uint64 generation)
+{
+	List	   *tables = NIL;
+	List	   *descs = NIL;
+	List	   *leaves = NIL;
+	MemoryContext old;
+	ListCell   *lc;
+	int			i = 0;
+
+	if (tree->cxt != NULL)
+		MemoryContextDelete(tree->cxt);
+	tree->cxt = NULL;
+	lookup_collect(table, &tables, &descs, &leaves);
+	if (generation != gunique_scope_generation())
+		return;					/* the scope changed: look again */
+
+	tree->cxt = AllocSetContextCreate(CacheMemoryContext,
+									  "gunique lookup tree",
+									  ALLOCSET_SMALL_SIZES);
+	old = MemoryContextSwitchTo(tree->cxt);
+	tree->ndescs = list_length(tables);
+	tree->desc_tables = palloc(sizeof(Oid) * tree->ndescs);
+	tree->descs = palloc(sizeof(PartitionDesc) * tree->ndescs);
+	foreach(lc, tables)
+	{
+		tree->desc_tables[i] = lfirst_oid(lc);
+		tree->descs[i] = list_nth(descs, i);
+		i++;
+	}
+	MemoryContextSwitchTo(old);
+	lookup_tree_parts(tree, scope, leaves, index);
+	lookup_tree_key(tree, index);
+	tree->scope_generation = generation;
+}
+
+/*
+ * The table's tree, current; the tree's partitioned tables and indexes are
+ * locked (AccessShareLock, to the end of the transaction), which keeps
+ * every partition from being dropped or detached.
+ */
+static LookupTree *
+lookup_tree_get(LookupScanState *state)
+{
+	Relation	table = state->css.ss.ss_currentRelation;
+	Oid			topindex = RelationGetRelid(state->index);
+
+	if (lookup_trees == NULL)
+	{
+		HASHCTL		ctl;
+
+		ctl.keysize = sizeof(Oid);
+		ctl.entrysize = sizeof(LookupTree);
+		ctl.hcxt = CacheMemoryContext;
+		lookup_trees = hash_create("gunique lookup trees", 16, &ctl,
+								   HASH_ELEM | HASH_BLOBS | HASH_CONTEXT);
+	}
+	for (;;)
+	{
+		GuniqueScope *scope = gunique_scope_for_top(state->index,
+													GUNIQUE_LOCK_INNER);
+		uint64		generation = gunique_scope_generation();
+		bool		found;
+		LookupTree *tree = hash_search(lookup_trees, &topindex, HASH_ENTER,
+									   &found);
+
+		if (!found)
+			tree->cxt = NULL;
+		if (lookup_tree_current(tree, table))
+			return tree;
+		if (generation != gunique_scope_generation())
+			continue;
+		lookup_tree_make(tree, scope, table, state->index, generation);
+		if (tree->cxt != NULL && lookup_tree_current(tree, table))
+			return tree;
+	}
+}
+
+/* Keep a row found, in the table's row type. */
+static void
+lookup_keep(LookupScanState *state, TupleTableSlot *found, Relation heap)
+{
+	TupleTableSlot *out = state->css.ss.ss_ScanTupleSlot;
+	TupleDesc	desc = RelationGetDescr(state->css.ss.ss_currentRelation);
+	TupleConversionMap *map = convert_tuples_by_name(RelationGetDescr(heap),
+													 desc);
+	MemoryContext old = MemoryContextSwitchTo(state->rowcxt);
+	LookupRow  *row;
+
+	if (map != NULL)
+		out = execute_attr_map_slot(map->attrMap, found, out);
+	else
+	{
+		ExecClearTuple(out);
+		slot_getallattrs(found);
+		memcpy(out->tts_values, found->tts_values,
+			   sizeof(Datum) * desc->natts);
+		memcpy(out->tts_isnull, found->tts_isnull,
+			   sizeof(bool) * desc->natts);
+		ExecStoreVirtualTuple(out);
+	}
+	if (state->nrows == state->maxrows)
+	{
+		state->maxrows = Max(4, state->maxrows * 2);
+		state->rows = state->rows == NULL ?
+			palloc(sizeof(LookupRow) * state->maxrows) :
+			repalloc(state->rows, sizeof(LookupRow) * state->maxrows);
+	}
+	row = &state->rows[state->nrows++];
+	row->tuple = ExecCopySlotHeapTuple(out);
+	row->tableoid = RelationGetRelid(heap);
+	ExecClearTuple(out);
+	MemoryContextSwitchTo(old);
+	if (map != NULL)
+		free_conversion_map(map);
+}
+
+/*
+ * Search one partition's btree for the key with the query's snapshot (its
+ * index scan takes the predicate locks a btree scan takes); keep what it
+ * finds.  True if it found a row.
+ */
+static bool
+lookup_search(LookupScanState *state, LookupTree *tree, LookupPart *part,
+			  Datum *values, bool all)
+{
+	EState	   *estate = state->css.ss.ps.state;
+	int			nkeys = IndexRelationGetNumberOfKeyAttributes(state->index);
+	Relation	heap = table_open(part->heapoid, NoLock);
+	Relation	index = index_open(part->indexoid, NoLock);
+	ScanKeyData skeys[INDEX_MAX_KEYS];
+	IndexScanDesc scan;
+	TupleTableSlot *slot = table_slot_create(heap, NULL);
+	bool		found = false;
+
+	for (int i = 0; i < nkeys; i++)
+		ScanKeyEntryInitialize(&skeys[i], 0, i + 1, BTEqualStrategyNumber,
+							   tree->opcintype[i], tree->collation[i],
+							   tree->eqproc[i], values[i]);
+	scan = gunique_index_beginscan(heap, index, estate->es_snapshot, nkeys);
+	index_rescan(scan, skeys, nkeys, NULL, 0);
+	while (index_getnext_slot(scan, ForwardScanDirection, slot))
+	{
+		lookup_keep(state, slot, heap);
+		found = true;
+		if (!all)
+			break;
+	}
+	index_endscan(scan);
+	ExecDropSingleTupleTableSlot(slot);
+	index_close(index, NoLock);
+	table_close(heap, NoLock);
+	state->searched++;
+	return found;
+}
+
+/* Ask, at most every LOOKUP_ASK_MS, for the group's filter to be built. */
+static void
+lookup_ask_filter(LookupScanState *state, LookupTree *tree)
+{
+	TimestampTz now = GetCurrentTimestamp();
+
+	if (tree->nparts == 0 ||
+		(filters_asked != 0 &&
+		 !TimestampDifferenceExceeds(filters_asked, now, LOOKUP_ASK_MS)))
+		return;
+	filters_asked = now;
+	gunique_builder_request(RelationGetRelid(state->index),
+							tree->parts[0].indexoid);
+}
+
+/*
+ * Which parts can hold the key, as far as the group's filter tells: a
+ * bit per tag.  Read under a key lock, which keeps the filter from being
+ * freed (src/README, invariant 6); any key lock would serve, and a reader
+ * takes it shared.
+ */
+static uint64
+lookup_group_tags(LookupScanState *state, LookupTree *tree,
+				  GuniqueKeyImage *image, GuniqueFilterKey *fkey)
+{
+	GuniqueSummary *group = gunique_summary_for(state->index);
+	LWLock	   *lock;
+	uint64		ref;
+	uint64		tags = tree->tags_present;
+
+	if (group == NULL)
+		return tags;
+	lock = gunique_keylock_for(RelationGetRelid(state->index),
+							   (uint32) (image->hash ^ (image->hash >> 32)));
+	LWLockAcquire(lock, LW_SHARED);
+	ref = gunique_summary_filter(group);
+	if (ref != 0)
+	{
+		if (gunique_filter_excludes(ref, fkey))
+			tags = 0;
+		else
+			tags = gunique_filter_tags(ref, fkey, tags);
+	}
+	LWLockRelease(lock);
+	if (ref == 0 && gunique_summary_filter_missing(group))
+		lookup_ask_filter(state, tree);
+	return tags;
+}
+
+/*
+ * Can a locked leaf's summary rule the key out?  Its range and filter are
+ * read under a key lock, as in lookup_group_tags; the leaf's lock keeps its
+ * btree from being rebuilt meanwhile.
+ */
+static bool
+lookup_leaf_excludes(LookupPart *part, GuniqueKeyImage *image,
+					 GuniqueFilterKey *fkey, LWLock *lock)
+{
+	Relation	heap = table_open(part->heapoid, NoLock);
+	Relation	index = index_open(part->indexoid, NoLock);
+	GuniqueSummary *summary = gunique_summary_for(index);
+	GuniqueSummaryCopy copy;
+	bool		excluded = false;
+
+	if (summary != NULL)
+	{
+		gunique_summary_prepare(summary, heap, index);
+		LWLockAcquire(lock, LW_SHARED);
+		gunique_summary_copy(summary, &copy);
+		excluded = gunique_summary_copy_outside(&copy, image) ||
+			(image->hashed && gunique_filter_excludes(copy.filter, fkey));
+		LWLockRelease(lock);
+	}
+	index_close(index, NoLock);
+	table_close(heap, NoLock);
+	return excluded;
+}
+
+/*
+ * Look for one key: rule out what the summaries can, lock the rest (each
+ * index before its table, as probes do), then search them.  False if
+ * locking processed an invalidation that changed the tree: look again.
+ */
+static bool
+lookup_one(LookupScanState *state, Datum *values, bool *isnull)
+{
+	LookupTree *tree = lookup_tree_get(state);
+	uint64		generation = tree->scope_generation;
+	bool		trust = !IsolationIsSerializable() && !RecoveryInProgress();
+	GuniqueKeyImage image;
+	GuniqueFilterKey fkey;
+	uint64		tags = ~UINT64CONST(0);
+	int		   *candidates;
+	int			ncandidates = 0;
+	LWLock	   *lock;
+
+	gunique_keymap_image(&image, &tree->map, values, isnull);
+	if (image.hashed)
+		gunique_filter_key(&fkey, image.hash);
+	if (trust && image.hashed && tree->one_group &&
+		tree->nparts >= GUNIQUE_GROUP_FILTER_MIN_LEAVES)
+		tags = lookup_group_tags(state, tree, &image, &fkey);
+
+	/* copy what the tree says before locking can change it */
+	candidates = palloc(sizeof(int) * Max(tree->nparts, 1));
+	for (uint64 left = tags & tree->tags_present; left != 0; left &= left - 1)
+		for (int i = tree->first[pg_rightmost_one_pos64(left)]; i >= 0;
+			 i = tree->parts[i].next)
+			candidates[ncandidates++] = i;
+	state->ruled_out += tree->nparts - ncandidates;
+	{
+		LookupPart *parts = palloc(sizeof(LookupPart) * Max(ncandidates, 1));
+
+		for (int c = 0; c < ncandidates; c++)
+			parts[c] = tree->parts[candidates[c]];
+		for (int c = 0; c < ncandidates; c++)
+		{
+			LockRelationOid(parts[c].indexoid, AccessShareLock);
+			LockRelationOid(parts[c].heapoid, AccessShareLock);
+		}
+		if (generation != gunique_scope_generation())
+		{
+			state->ruled_out -= tree->nparts - ncandidates;
+			return false;
+		}
+		lock = gunique_keylock_for(RelationGetRelid(state->index),
+								   (uint32) (image.hash ^ (image.hash >> 32)));
+		for (int c = 0; c < ncandidates; c++)
+		{
+			if (trust && lookup_leaf_excludes(&parts[c], &image, &fkey, lock))
+				state->ruled_out++;
+			else if (lookup_search(state, tree, &parts[c], values, !trust) &&
+					 trust)
+			{
+				/* the key's only row: the others cannot hold it */
+				state->ruled_out += ncandidates - c - 1;
+				break;
+			}
+		}
+		pfree(parts);
+	}
+	pfree(candidates);
+	return true;
+}
+
+static void
+lookup_key(LookupScanState *state, Datum *values, bool *isnull)
+{
+	int			nkeys = IndexRelationGetNumberOfKeyAttributes(state->index);
+
+	/* "=" is never true of a null, whatever NULLS NOT DISTINCT says */
+	for (int i = 0; i < nkeys; i++)
+		if (isnull[i])
+			return;
+	while (!lookup_one(state, values, isnull))
+		CHECK_FOR_INTERRUPTS();
+}
+
+static int
+lookup_datum_cmp(const void *a, const void *b, void *arg)
+{
+	LookupTree *tree = (LookupTree *) arg;
+
+	return DatumGetInt32(FunctionCall2Coll(&tree->cmp, tree->collation[0],
+										   *(const Datum *) a,
+										   *(const Datum *) b));
+}
+
+/* key = ANY (array): each distinct key once, in the index's order. */
+static void
+lookup_array(LookupScanState *state, Datum array)
+{
+	LookupTree *tree = lookup_tree_get(state);
+	ArrayType  *arr = DatumGetArrayTypeP(array);
+	int16		typlen;
+	bool		typbyval;
+	char		typalign;
+	Datum	   *elems;
+	bool	   *nulls;
+	int			n;
+	int			kept = 0;
+	FmgrInfo	cmp = tree->cmp;
+	LookupTree	sorter;
+
+	get_typlenbyvalalign(ARR_ELEMTYPE(arr), &typlen, &typbyval, &typalign);
+	deconstruct_array(arr, ARR_ELEMTYPE(arr), typlen, typbyval, typalign,
+					  &elems, &nulls, &n);
+	for (int i = 0; i < n; i++)
+		if (!nulls[i])
+			elems[kept++] = elems[i];
+	sorter.cmp = cmp;
+	sorter.collation[0] = tree->collation[0];
+	qsort_arg(elems, kept, sizeof(Datum), lookup_datum_cmp, &sorter);
+	for (int i = 0; i < kept; i++)
+	{
+		bool		isnull = false;
+
+		if (i > 0 && lookup_datum_cmp(&elems[i - 1], &elems[i], &sorter) == 0)
+			continue;
+		lookup_key(state, &elems[i], &isnull);
+	}
+}
+
+/* Evaluate the keys and find their rows. */
+static void
+lookup_fetch(LookupScanState *state)
+{
+	ExprContext *econtext = state->css.ss.ps.ps_ExprContext;
+	Datum		values[INDEX_MAX_KEYS];
+	bool		isnull[INDEX_MAX_KEYS];
+	int			i = 0;
+	ListCell   *lc;
+
+	ResetExprContext(econtext);
+	foreach(lc, state->key_exprs)
+	{
+		values[i] = ExecEvalExprSwitchContext((ExprState *) lfirst(lc),
+											  econtext, &isnull[i]);
+		i++;
+	}
+	if (!state->array)
+		lookup_key(state, values, isnull);
+	else if (!isnull[0])
+	{
+		MemoryContext old =
+			MemoryContextSwitchTo(econtext->ecxt_per_tuple_memory);
+
+		lookup_array(state, values[0]);
+		MemoryContextSwitchTo(old);
+	}
+	state->fetched = true;
+}
+
+static void
+lookup_begin(CustomScanState *node, EState *estate, int eflags)
+{
+	LookupScanState *state = (LookupScanState *) node;
+	CustomScan *cscan = (CustomScan *) node->ss.ps.plan;
+	Oid			indexoid = list_nth_oid(cscan->custom_private,
+										LOOKUP_PRIVATE_INDEX);
+
+	state->index = index_open(indexoid, AccessShareLock);
+	if (!state->index->rd_index->indisvalid)
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("gunique index \"%s\" is not valid",
+						RelationGetRelationName(state->index)),
+				 errdetail("The query was planned to find its rows through the index."),
+				 errhint("Run the query again.")));
+	state->key_exprs = ExecInitExprList(cscan->custom_exprs, &node->ss.ps);
+	state->rowcxt = AllocSetContextCreate(estate->es_query_cxt,
+										  "gunique lookup rows",
+										  ALLOCSET_SMALL_SIZES);
+	state->pos = -1;
+	state->markpos = -1;
+}
+
+static TupleTableSlot *
+lookup_next(ScanState *ss)
+{
+	LookupScanState *state = (LookupScanState *) ss;
+	TupleTableSlot *slot = ss->ss_ScanTupleSlot;
+	LookupRow  *row;
+
+	if (!state->fetched)
+		lookup_fetch(state);
+	if (ScanDirectionIsBackward(ss->ps.state->es_direction))
+	{
+		if (state->pos >= 0)
+			state->pos--;
+		if (state->pos < 0)
+			return ExecClearTuple(slot);
+	}
+	else
+	{
+		if (state->pos < state->nrows)
+			state->pos++;
+		if (state->pos >= state->nrows)
+			return ExecClearTuple(slot);
+	}
+	row = &state->rows[state->pos];
+	ExecForceStoreHeapTuple(row->tuple, slot, false);
+	slot->tts_tableOid = row->tableoid;
+	return slot;
+}
+
+/* No EvalPlanQual: the path is planned only for plain SELECTs. */
+static bool
+lookup_recheck(ScanState *ss, TupleTableSlot *slot)
+{
+	return true;
+}
+
+static TupleTableSlot *
+lookup_exec(CustomScanState *node)
+{
+	return ExecScan(&node->ss, lookup_next, lookup_recheck);
+}
+
+static void
+lookup_end(CustomScanState *node)
+{
+	LookupScanState *state = (LookupScanState *) node;
+
+	if (state->index != NULL)
+		index_close(state->index, NoLock);
+	ExecClearTuple(node->ss.ss_ScanTupleSlot);
+}
+
+static void
+lookup_rescan(CustomScanState *node)
+{
+	LookupScanState *state = (LookupScanState *) node;
+
+	MemoryContextReset(state->rowcxt);
+	state->rows = NULL;
+	state->nrows = 0;
+	state->maxrows = 0;
+	state->fetched = false;
+	state->pos = -1;
+	state->markpos = -1;
+	ExecScanReScan(&node->ss);
+}
+
+static void
+lookup_mark(CustomScanState *node)
+{
+	LookupScanState *state = (LookupScanState *) node;
+
+	state->markpos = state->pos;
+}
+
+static void
+lookup_restore(CustomScanState *node)
+{
+	LookupScanState *state = (LookupScanState *) node;
+
+	state->pos = state->markpos;
+}
+
+/* "key = value", or "key = ANY (array)", as EXPLAIN shows an index's. */
+static char *
+lookup_explain_key(LookupScanState *state, List *dpcontext)
+{
+	CustomScan *cscan = (CustomScan *) state->css.ss.ps.plan;
+	Relation	index = state->index;
+	List	   *exprs = RelationGetIndexExpressions(index);
+	ListCell   *next_expr = list_head(exprs);
+	StringInfoData buf;
+	int			i = 0;
+	ListCell   *lc;
+
+	initStringInfo(&buf);
+	foreach(lc, cscan->custom_exprs)
+	{
+		AttrNumber	attno = index->rd_index->indkey.values[i];
+		Node	   *column;
+
+		if (attno != 0)
+			column = (Node *) makeVar(cscan->scan.scanrelid, attno,
+									  TupleDescAttr(RelationGetDescr(index), i)->atttypid,
+									  -1, InvalidOid, 0);
+		else
+		{
+			column = (Node *) lfirst(next_expr);
+			next_expr = lnext(exprs, next_expr);
+			ChangeVarNodes(column, 1, cscan->scan.scanrelid, 0);
+		}
+		appendStringInfo(&buf, state->array ? "%s(%s = ANY (%s))" : "%s(%s = %s)",
+						 i > 0 ? " AND " : "",
+						 deparse_expression(column, dpcontext, false, false),
+						 deparse_expression((Node *) lfirst(lc), dpcontext,
+											false, false));
+		i++;
+	}
+	return buf.data;
+}
+
+static void
+lookup_explain(CustomScanState *node, List *ancestors, ExplainState *es)
+{
+	LookupScanState *state = (LookupScanState *) node;
+	List	   *dpcontext;
+
+	dpcontext = set_deparse_context_plan(es->deparse_cxt,
+										 node->ss.ps.plan, ancestors);
+	ExplainPropertyText("Index", RelationGetRelationName(state->index), es);
+	ExplainPropertyText("Key", lookup_explain_key(state, dpcontext), es);
+	if (es->analyze)
+	{
+		ExplainPropertyInteger("Partitions Searched", NULL, state->searched,
+							   es);
+		ExplainPropertyInteger("Partitions Ruled Out", NULL,
+							   state->ruled_out, es);
+	}
+}

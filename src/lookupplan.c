@@ -1,0 +1,760 @@
+/*-------------------------------------------------------------------------
+ *
+ * lookupplan.c
+ *	  Plan a lookup by a gunique key as one scan of the partitioned table.
+ *
+ * A query that binds every key column of a valid gunique index by equality
+ * reads at most one row per key, and gunique's summaries and filters know
+ * which partitions can hold it.  PostgreSQL would plan, lock and open every
+ * partition the partition key does not prune (all of them, for a key that is
+ * not the partition key), for each execution of a generic plan too.  So the
+ * planner hook takes such a table out of inheritance expansion before
+ * planning starts (the expansion is what opens the partitions), and the
+ * path hook gives the table, now a relation without children, the lookup
+ * scan of lookup.c as its only path.  Why this is safe, and what the scan
+ * reads, is src/README, "Lookups".
+ *
+ * Whether to take the path is decided before planning, since the
+ * alternative cannot be costed without opening every partition: the path
+ * is taken when the key is bound, unless the partition key is bound too
+ * (PostgreSQL then prunes to one partition) or gunique.enable_lookup is
+ * off.  If the table's paths are never asked for, or its clauses do not
+ * bind the key after all, the query is planned again as PostgreSQL would.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "access/genam.h"
+#include "access/relation.h"
+#include "access/stratnum.h"
+#include "access/table.h"
+#include "catalog/pg_class.h"
+#include "nodes/makefuncs.h"
+#include "nodes/nodeFuncs.h"
+#include "optimizer/clauses.h"
+#include "optimizer/cost.h"
+#include "optimizer/optimizer.h"
+#include "optimizer/pathnode.h"
+#include "optimizer/paths.h"
+#include "optimizer/planner.h"
+#include "optimizer/restrictinfo.h"
+#include "parser/parse_coerce.h"
+#include "parser/parsetree.h"
+#include "partitioning/partdesc.h"
+#include "rewrite/rewriteManip.h"
+#include "utils/array.h"
+#include "utils/guc.h"
+#include "utils/lsyscache.h"
+#include "utils/partcache.h"
+#include "utils/rel.h"
+
+#include "compat.h"
+#include "lookup.h"
+#include "tree.h"
+
+bool		gunique_enable_lookup = true;
+
+static planner_hook_type prev_planner_hook = NULL;
+static set_rel_pathlist_hook_type prev_set_rel_pathlist_hook = NULL;
+
+/* A gunique index's key, as clauses must name it to bind it. */
+typedef struct LookupKey
+{
+	Oid			indexoid;
+	int			nkeys;
+	AttrNumber	attnos[INDEX_MAX_KEYS]; /* 0 for an expression */
+	Node	   *exprs[INDEX_MAX_KEYS];	/* with the table's range index */
+	Oid			opfamily[INDEX_MAX_KEYS];
+	Oid			opcintype[INDEX_MAX_KEYS];
+	Oid			collation[INDEX_MAX_KEYS];
+	List	   *predicate;		/* implicit AND, or NIL */
+} LookupKey;
+
+/* What binds the key: one value per column, or one array of keys. */
+typedef struct LookupBinding
+{
+	bool		array;
+	Expr	   *values[INDEX_MAX_KEYS];
+	Oid			opnos[INDEX_MAX_KEYS];
+	Node	   *clauses[INDEX_MAX_KEYS];	/* the clause that binds each */
+} LookupBinding;
+
+/* A table the planner hook took out of expansion. */
+typedef struct LookupMark
+{
+	Index		rti;
+	Oid			indexoid;
+	bool		planned;		/* the path hook gave it the lookup path */
+} LookupMark;
+
+/* One planning under way with marks; planning nests (SPI in functions). */
+typedef struct LookupPlanning
+{
+	Query	   *parse;
+	List	   *marks;
+	struct LookupPlanning *outer;
+} LookupPlanning;
+
+static LookupPlanning *planning = NULL;
+
+static Plan *lookup_plan_path(PlannerInfo *root, RelOptInfo *rel,
+							  CustomPath *best_path, List *tlist,
+							  List *clauses, List *custom_plans);
+
+static const CustomPathMethods lookup_path_methods = {
+	.CustomName = GUNIQUE_LOOKUP_NAME,
+	.PlanCustomPath = lookup_plan_path,
+};
+
+static const CustomScanMethods lookup_scan_methods = {
+	.CustomName = GUNIQUE_LOOKUP_NAME,
+	.CreateCustomScanState = gunique_lookup_create_state,
+};
+
+/* The key of gunique index "index" on the table of range index rti. */
+static void
+lookup_key_make(LookupKey *key, Relation index, Index rti)
+{
+	List	   *exprs = RelationGetIndexExpressions(index);
+	ListCell   *lc = list_head(exprs);
+
+	key->indexoid = RelationGetRelid(index);
+	key->nkeys = IndexRelationGetNumberOfKeyAttributes(index);
+	for (int i = 0; i < key->nkeys; i++)
+	{
+		key->attnos[i] = index->rd_index->indkey.values[i];
+		key->exprs[i] = NULL;
+		if (key->attnos[i] == 0)
+		{
+			key->exprs[i] = (Node *) lfirst(lc);
+			ChangeVarNodes(key->exprs[i], 1, rti, 0);
+			lc = lnext(exprs, lc);
+		}
+		key->opfamily[i] = index->rd_opfamily[i];
+		key->opcintype[i] = index->rd_opcintype[i];
+		key->collation[i] = index->rd_indcollation[i];
+	}
+	key->predicate = RelationGetIndexPredicate(index);
+	if (key->predicate != NIL)
+		ChangeVarNodes((Node *) key->predicate, 1, rti, 0);
+}
+
+/* Does "node" name key column "col" of the table? */
+static bool
+lookup_names_column(Node *node, LookupKey *key, Index rti, int col)
+{
+	while (node != NULL && IsA(node, RelabelType))
+		node = (Node *) ((RelabelType *) node)->arg;
+	if (node == NULL)
+		return false;
+	if (key->attnos[col] != 0)
+		return IsA(node, Var) && ((Var *) node)->varno == rti &&
+			((Var *) node)->varlevelsup == 0 &&
+			((Var *) node)->varattno == key->attnos[col];
+	return equal(node, key->exprs[col]);
+}
+
+/*
+ * Is "value" the same for every row of one execution: no column, no
+ * volatile function, no subquery?  (Aggregates cannot be in WHERE.)
+ */
+static bool
+lookup_value_fixed(Node *value)
+{
+	return !contain_var_clause(value) &&
+		!contain_volatile_functions(value) &&
+		!contain_subplans(value) &&
+		!checkExprHasSubLink(value);
+}
+
+/*
+ * Can operator opno (column on its left) compare column "col" with a value
+ * of type "valtype" the way the index does?  It must be the equality of
+ * the column's operator family, under the index's collation.  A value of
+ * another type is cast to the column's type, only if an implicit cast
+ * exists (int4 to int8, say), under which the family's cross-type equality
+ * agrees with its own; *value becomes the cast.
+ */
+static bool
+lookup_operator_fits(Oid opno, Oid inputcollid, LookupKey *key, int col,
+					 Node **value, Oid valtype)
+{
+	int			strategy;
+	Oid			lefttype;
+	Oid			righttype;
+	Node	   *cast;
+
+	if (!op_in_opfamily(opno, key->opfamily[col]))
+		return false;
+	get_op_opfamily_properties(opno, key->opfamily[col], false, &strategy,
+							   &lefttype, &righttype);
+	if (strategy != BTEqualStrategyNumber ||
+		lefttype != key->opcintype[col] || righttype != valtype)
+		return false;
+	if (OidIsValid(key->collation[col]) && inputcollid != key->collation[col])
+		return false;
+	if (righttype == key->opcintype[col])
+		return true;
+	cast = coerce_to_target_type(NULL, *value, valtype, key->opcintype[col],
+								 -1, COERCION_IMPLICIT, COERCE_IMPLICIT_CAST,
+								 -1);
+	if (cast == NULL || contain_volatile_functions(cast))
+		return false;
+	*value = cast;
+	return true;
+}
+
+/*
+ * Does clause bind key column "col" (or, for a key of one column, the key
+ * to an array of values)?  Fills the binding's entry for it.
+ */
+static bool
+lookup_clause_binds(Node *clause, LookupKey *key, Index rti, int col,
+					LookupBinding *binding, bool need_leakproof)
+{
+	Node	   *left;
+	Node	   *right;
+	Oid			opno;
+
+	if (IsA(clause, OpExpr) && list_length(((OpExpr *) clause)->args) == 2)
+	{
+		OpExpr	   *op = (OpExpr *) clause;
+
+		opno = op->opno;
+		left = linitial(op->args);
+		right = lsecond(op->args);
+		if (!lookup_names_column(left, key, rti, col))
+		{
+			Node	   *tmp = left;
+
+			left = right;
+			right = tmp;
+			opno = get_commutator(opno);
+			if (!OidIsValid(opno) ||
+				!lookup_names_column(left, key, rti, col))
+				return false;
+		}
+		if (!lookup_value_fixed(right) ||
+			!lookup_operator_fits(opno, op->inputcollid, key, col, &right,
+								  exprType(right)))
+			return false;
+		binding->array = false;
+	}
+	else if (IsA(clause, ScalarArrayOpExpr) && key->nkeys == 1)
+	{
+		ScalarArrayOpExpr *saop = (ScalarArrayOpExpr *) clause;
+
+		opno = saop->opno;
+		left = linitial(saop->args);
+		right = lsecond(saop->args);
+		if (!saop->useOr || !lookup_names_column(left, key, rti, col) ||
+			!lookup_value_fixed(right) ||
+			get_element_type(exprType(right)) != key->opcintype[col] ||
+			!lookup_operator_fits(opno, saop->inputcollid, key, col, &right,
+								  key->opcintype[col]))
+			return false;
+		binding->array = true;
+	}
+	else
+		return false;
+	if (need_leakproof && !get_func_leakproof(get_opcode(opno)))
+		return false;
+	binding->values[col] = (Expr *) right;
+	binding->opnos[col] = opno;
+	binding->clauses[col] = clause;
+	return true;
+}
+
+/*
+ * Do the clauses (an implicit AND) bind every key column?  A key of one
+ * column may also be bound to an array; a plain equality is preferred.
+ */
+static bool
+lookup_bind(List *clauses, LookupKey *key, Index rti, bool need_leakproof,
+			LookupBinding *binding)
+{
+	LookupBinding array_binding;
+	bool		have_array = false;
+
+	for (int col = 0; col < key->nkeys; col++)
+	{
+		bool		bound = false;
+		ListCell   *lc;
+
+		foreach(lc, clauses)
+		{
+			Node	   *clause = (Node *) lfirst(lc);
+
+			if (IsA(clause, RestrictInfo))
+				clause = (Node *) ((RestrictInfo *) clause)->clause;
+			if (!lookup_clause_binds(clause, key, rti, col, binding,
+									 need_leakproof))
+				continue;
+			if (!binding->array)
+			{
+				bound = true;
+				break;
+			}
+			if (!have_array)
+				array_binding = *binding;
+			have_array = true;
+		}
+		if (!bound && !(have_array && key->nkeys == 1))
+			return false;
+		if (!bound)
+			*binding = array_binding;
+	}
+	return true;
+}
+
+/* The clauses of an AND tree, as a flat list. */
+static List *
+lookup_flatten_and(Node *node, List *result)
+{
+	if (node == NULL)
+		return result;
+	if (is_andclause(node))
+	{
+		ListCell   *lc;
+
+		foreach(lc, ((BoolExpr *) node)->args)
+			result = lookup_flatten_and((Node *) lfirst(lc), result);
+		return result;
+	}
+	if (IsA(node, List))
+	{
+		ListCell   *lc;
+
+		foreach(lc, (List *) node)
+			result = lookup_flatten_and((Node *) lfirst(lc), result);
+		return result;
+	}
+	return lappend(result, node);
+}
+
+/* Is range table entry rti a relation the query's FROM reads? */
+static bool
+lookup_in_jointree(Node *node, Index rti)
+{
+	if (node == NULL)
+		return false;
+	if (IsA(node, RangeTblRef))
+		return ((RangeTblRef *) node)->rtindex == rti;
+	if (IsA(node, FromExpr))
+	{
+		ListCell   *lc;
+
+		foreach(lc, ((FromExpr *) node)->fromlist)
+			if (lookup_in_jointree((Node *) lfirst(lc), rti))
+				return true;
+		return false;
+	}
+	if (IsA(node, JoinExpr))
+		return lookup_in_jointree(((JoinExpr *) node)->larg, rti) ||
+			lookup_in_jointree(((JoinExpr *) node)->rarg, rti);
+	return false;
+}
+
+typedef struct SystemColumnsContext
+{
+	Index		rti;
+	int			sublevels_up;
+} SystemColumnsContext;
+
+/*
+ * Does the query read a system column of the table other than tableoid?
+ * The scan returns rows in the table's own row type, which has no ctid or
+ * xmin of the partition the row came from.
+ */
+static bool
+lookup_system_column_walker(Node *node, SystemColumnsContext *cxt)
+{
+	if (node == NULL)
+		return false;
+	if (IsA(node, Var))
+	{
+		Var		   *var = (Var *) node;
+
+		return var->varno == cxt->rti &&
+			var->varlevelsup == cxt->sublevels_up &&
+			var->varattno < 0 && var->varattno != TableOidAttributeNumber;
+	}
+	if (IsA(node, Query))
+	{
+		bool		result;
+
+		cxt->sublevels_up++;
+		result = query_tree_walker((Query *) node,
+								   lookup_system_column_walker,
+								   (void *) cxt, 0);
+		cxt->sublevels_up--;
+		return result;
+	}
+	return expression_tree_walker(node, lookup_system_column_walker,
+								  (void *) cxt);
+}
+
+/*
+ * Would PostgreSQL prune to one partition anyway: does every column of the
+ * partition key have an equality with a fixed value among the clauses?
+ */
+static bool
+lookup_partition_key_bound(Relation table, Index rti, List *clauses)
+{
+	PartitionKey pkey = RelationGetPartitionKey(table);
+
+	for (int i = 0; i < pkey->partnatts; i++)
+	{
+		bool		bound = false;
+		ListCell   *lc;
+
+		if (pkey->partattrs[i] == 0)
+			return false;
+		foreach(lc, clauses)
+		{
+			OpExpr	   *op = (OpExpr *) lfirst(lc);
+			Node	   *left;
+			Node	   *right;
+
+			if (!IsA(op, OpExpr) || list_length(op->args) != 2)
+				continue;
+			left = strip_implicit_coercions(linitial(op->args));
+			right = strip_implicit_coercions(lsecond(op->args));
+			if (!IsA(left, Var))
+			{
+				Node	   *tmp = left;
+
+				left = right;
+				right = tmp;
+			}
+			if (IsA(left, Var) && ((Var *) left)->varno == rti &&
+				((Var *) left)->varlevelsup == 0 &&
+				((Var *) left)->varattno == pkey->partattrs[i] &&
+				lookup_value_fixed(right) &&
+				op_mergejoinable(op->opno, exprType(linitial(op->args))))
+				bound = true;
+		}
+		if (!bound)
+			return false;
+	}
+	return true;
+}
+
+/*
+ * The gunique index of the table whose key the clauses bind, or
+ * InvalidOid.  Only a valid index that is unique across the tree (tree.c),
+ * whose predicate, if any, the clauses imply.
+ */
+static Oid
+lookup_find_index(Relation table, Index rti, List *clauses,
+				  bool need_leakproof)
+{
+	List	   *indexes = RelationGetIndexList(table);
+	ListCell   *lc;
+	Oid			result = InvalidOid;
+
+	foreach(lc, indexes)
+	{
+		Oid			indexoid = lfirst_oid(lc);
+		Relation	index;
+		LookupKey	key;
+		LookupBinding binding;
+
+		if (!gunique_is_gunique_index(indexoid))
+			continue;
+		index = index_open(indexoid, AccessShareLock);
+		if (index->rd_index->indisvalid && index->rd_index->indisunique)
+		{
+			lookup_key_make(&key, index, rti);
+			if (lookup_bind(clauses, &key, rti, need_leakproof, &binding) &&
+				(key.predicate == NIL ||
+				 predicate_implied_by(key.predicate, clauses, false)))
+				result = indexoid;
+		}
+		index_close(index, NoLock);
+		if (OidIsValid(result))
+			break;
+	}
+	list_free(indexes);
+	return result;
+}
+
+/*
+ * The tables of the query that the lookup path can read, as LookupMarks:
+ * a plain SELECT (no FOR UPDATE, no data-modifying WITH), a partitioned
+ * table in its FROM, read whole (not ONLY, no TABLESAMPLE), whose WHERE
+ * binds the key of one of its gunique indexes and not its whole partition
+ * key.
+ */
+static List *
+lookup_mark_query(Query *parse)
+{
+	List	   *marks = NIL;
+	List	   *clauses;
+	Index		rti = 0;
+	ListCell   *lc;
+
+	if (parse->commandType != CMD_SELECT || parse->utilityStmt != NULL ||
+		parse->rowMarks != NIL || parse->hasModifyingCTE ||
+		parse->jointree == NULL || parse->jointree->quals == NULL)
+		return NIL;
+	clauses = lookup_flatten_and(parse->jointree->quals, NIL);
+	foreach(lc, parse->rtable)
+	{
+		RangeTblEntry *rte = (RangeTblEntry *) lfirst(lc);
+		SystemColumnsContext syscols;
+		Relation	table;
+		Oid			indexoid = InvalidOid;
+
+		rti++;
+		if (rte->rtekind != RTE_RELATION ||
+			rte->relkind != RELKIND_PARTITIONED_TABLE || !rte->inh ||
+			rte->tablesample != NULL ||
+			!lookup_in_jointree((Node *) parse->jointree, rti))
+			continue;
+		syscols.rti = rti;
+		syscols.sublevels_up = 0;
+		if (query_tree_walker(parse, lookup_system_column_walker,
+							  (void *) &syscols, 0))
+			continue;
+		/* locked by the rewriter, or by the plan cache before replanning */
+		table = table_open(rte->relid, NoLock);
+		if (!lookup_partition_key_bound(table, rti, clauses))
+			indexoid = lookup_find_index(table, rti, clauses,
+										 rte->securityQuals != NIL);
+		table_close(table, NoLock);
+		if (OidIsValid(indexoid))
+		{
+			LookupMark *mark = palloc0(sizeof(LookupMark));
+
+			mark->rti = rti;
+			mark->indexoid = indexoid;
+			marks = lappend(marks, mark);
+		}
+	}
+	return marks;
+}
+
+static PlannedStmt *
+lookup_call_planner(Query *parse, const char *query_string,
+					int cursorOptions, ParamListInfo boundParams)
+{
+	if (prev_planner_hook)
+		return prev_planner_hook(parse, query_string, cursorOptions,
+								 boundParams);
+	return standard_planner(parse, query_string, cursorOptions, boundParams);
+}
+
+/*
+ * Take the tables the lookup path can read out of inheritance expansion,
+ * then plan.  A table the path hook did not give the lookup path (its
+ * clauses, as the planner rewrote them, do not bind the key, or the
+ * planner never asked for its paths) would be read as an empty ONLY
+ * table: then plan the query again, untouched, from a copy.
+ */
+static PlannedStmt *
+lookup_planner(Query *parse, const char *query_string, int cursorOptions,
+			   ParamListInfo boundParams)
+{
+	LookupPlanning this;
+	Query	   *copy;
+	PlannedStmt *result;
+	bool		complete = true;
+	ListCell   *lc;
+
+	if (!gunique_enable_lookup)
+		return lookup_call_planner(parse, query_string, cursorOptions,
+								   boundParams);
+	this.marks = lookup_mark_query(parse);
+	if (this.marks == NIL)
+		return lookup_call_planner(parse, query_string, cursorOptions,
+								   boundParams);
+
+	copy = copyObject(parse);
+	foreach(lc, this.marks)
+		rt_fetch(((LookupMark *) lfirst(lc))->rti, parse->rtable)->inh = false;
+	this.parse = parse;
+	this.outer = planning;
+	planning = &this;
+	PG_TRY();
+	{
+		result = lookup_call_planner(parse, query_string, cursorOptions,
+									 boundParams);
+	}
+	PG_FINALLY();
+	{
+		planning = this.outer;
+	}
+	PG_END_TRY();
+
+	foreach(lc, this.marks)
+		complete &= ((LookupMark *) lfirst(lc))->planned;
+	if (!complete)
+		result = lookup_call_planner(copy, query_string, cursorOptions,
+									 boundParams);
+	return result;
+}
+
+/*
+ * Rows and cost: one descent of a btree and one heap fetch per key, and a
+ * few cache lines of filters; an array of keys counts its elements, or ten
+ * if they are not known yet.
+ */
+static void
+lookup_estimate(PlannerInfo *root, RelOptInfo *rel, LookupBinding *binding,
+				CustomPath *path)
+{
+	double		nkeys = 1;
+
+	if (binding->array)
+	{
+		Node	   *arr = (Node *) binding->values[0];
+
+		nkeys = 10;
+		if (IsA(arr, Const) && !((Const *) arr)->constisnull)
+		{
+			ArrayType  *a = DatumGetArrayTypeP(((Const *) arr)->constvalue);
+
+			nkeys = Max(1, ArrayGetNItems(ARR_NDIM(a), ARR_DIMS(a)));
+		}
+	}
+	set_baserel_size_estimates(root, rel);
+	rel->rows = clamp_row_est(nkeys);
+	path->path.rows = rel->rows;
+	path->path.startup_cost = 0;
+	path->path.total_cost = nkeys * (2 * random_page_cost + cpu_index_tuple_cost +
+									 cpu_tuple_cost +
+									 rel->baserestrictcost.per_tuple);
+}
+
+/*
+ * Give a table the planner hook marked the lookup path as its only path.
+ * False if its clauses do not bind the key now (the hook saw the query
+ * before the planner rewrote it).
+ */
+static bool
+lookup_add_path(PlannerInfo *root, RelOptInfo *rel, RangeTblEntry *rte,
+				LookupMark *mark)
+{
+	Relation	index = index_open(mark->indexoid, NoLock);
+	LookupKey	key;
+	LookupBinding binding;
+	CustomPath *path;
+	List	   *values = NIL;
+	List	   *bound_clauses = NIL;
+	bool		bound;
+
+	lookup_key_make(&key, index, rel->relid);
+	index_close(index, NoLock);
+	bound = lookup_bind(rel->baserestrictinfo, &key, rel->relid,
+						rte->securityQuals != NIL, &binding);
+	if (!bound)
+		return false;
+	for (int i = 0; i < (binding.array ? 1 : key.nkeys); i++)
+	{
+		values = lappend(values, binding.values[i]);
+		bound_clauses = lappend(bound_clauses, binding.clauses[i]);
+	}
+
+	path = makeNode(CustomPath);
+	path->path.pathtype = T_CustomScan;
+	path->path.parent = rel;
+	path->path.pathtarget = rel->reltarget;
+	path->path.param_info = NULL;
+	path->path.parallel_aware = false;
+	path->path.parallel_safe = false;
+	path->path.parallel_workers = 0;
+	path->path.pathkeys = NIL;
+	path->flags = CUSTOMPATH_SUPPORT_BACKWARD_SCAN |
+		CUSTOMPATH_SUPPORT_MARK_RESTORE;
+	path->custom_paths = NIL;
+	path->custom_private = list_make3(list_make2_oid(mark->indexoid,
+													 binding.array ? 1 : 0),
+									  values, bound_clauses);
+	path->methods = &lookup_path_methods;
+	lookup_estimate(root, rel, &binding, path);
+
+	rel->pathlist = NIL;
+	rel->partial_pathlist = NIL;
+	add_path(rel, &path->path);
+	return true;
+}
+
+static void
+lookup_set_rel_pathlist(PlannerInfo *root, RelOptInfo *rel, Index rti,
+						RangeTblEntry *rte)
+{
+	ListCell   *lc;
+
+	if (prev_set_rel_pathlist_hook)
+		prev_set_rel_pathlist_hook(root, rel, rti, rte);
+	if (planning == NULL || root->parse != planning->parse ||
+		rel->reloptkind != RELOPT_BASEREL ||
+		rte->rtekind != RTE_RELATION || rte->inh ||
+		rte->relkind != RELKIND_PARTITIONED_TABLE)
+		return;
+	foreach(lc, planning->marks)
+	{
+		LookupMark *mark = (LookupMark *) lfirst(lc);
+
+		if (mark->rti == rti && !mark->planned)
+			mark->planned = lookup_add_path(root, rel, rte, mark);
+	}
+}
+
+/*
+ * The plan: every clause but those that bind the key is a qual (the btree
+ * search applies those, with the same operators), and the plan depends on
+ * the index, so that its drop or any change to it plans the query again.
+ */
+static Plan *
+lookup_plan_path(PlannerInfo *root, RelOptInfo *rel, CustomPath *best_path,
+				 List *tlist, List *clauses, List *custom_plans)
+{
+	CustomScan *cscan = makeNode(CustomScan);
+	List	   *private = (List *) linitial(best_path->custom_private);
+	List	   *bound_clauses = (List *) lthird(best_path->custom_private);
+	List	   *quals = NIL;
+	ListCell   *lc;
+
+	cscan->scan.plan.targetlist = tlist;
+
+	foreach(lc, clauses)
+	{
+		RestrictInfo *rinfo = lfirst_node(RestrictInfo, lc);
+
+		if (!list_member_ptr(bound_clauses, rinfo->clause))
+			quals = lappend(quals, rinfo);
+	}
+	cscan->scan.plan.qual = extract_actual_clauses(quals, false);
+	cscan->scan.scanrelid = rel->relid;
+	cscan->flags = best_path->flags;
+	cscan->custom_plans = NIL;
+	cscan->custom_exprs = (List *) lsecond(best_path->custom_private);
+	cscan->custom_private = list_copy(private);
+	cscan->custom_scan_tlist = NIL;
+	cscan->custom_relids = bms_make_singleton(rel->relid);
+	cscan->methods = &lookup_scan_methods;
+	root->glob->relationOids =
+		lappend_oid(root->glob->relationOids,
+					list_nth_oid(private, LOOKUP_PRIVATE_INDEX));
+	return &cscan->scan.plan;
+}
+
+void
+gunique_lookup_plan_init(void)
+{
+	DefineCustomBoolVariable("gunique.enable_lookup",
+							 "Lets the planner read a partitioned table by a gunique key through the partitions that can hold it.",
+							 "Off, such a query reads every partition the partition key does not rule out, as PostgreSQL plans it.",
+							 &gunique_enable_lookup,
+							 true,
+							 PGC_USERSET, 0,
+							 NULL, NULL, NULL);
+	RegisterCustomScanMethods(&lookup_scan_methods);
+	prev_planner_hook = planner_hook;
+	planner_hook = lookup_planner;
+	prev_set_rel_pathlist_hook = set_rel_pathlist_hook;
+	set_rel_pathlist_hook = lookup_set_rel_pathlist;
+}

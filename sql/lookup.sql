@@ -34,6 +34,8 @@ ANALYZE ev;
 
 EXPLAIN (COSTS OFF) SELECT * FROM ev WHERE id = 300;
 SELECT tableoid::regclass, * FROM ev WHERE id = 300;
+SELECT ctid = (SELECT ctid FROM ev_10 WHERE id = 300) AS same_ctid
+  FROM ev WHERE id = 300;
 SELECT * FROM ev WHERE id = 301;
 SELECT * FROM ev WHERE 59997 = id;
 -- a key of another integer type is cast to the column's
@@ -154,7 +156,7 @@ SELECT top_node('SELECT * FROM ev WHERE id = 300 FOR UPDATE');
 SELECT top_node('UPDATE ev SET note = ''x'' WHERE id = 300');
 SELECT top_node('DELETE FROM ev WHERE id = 300');
 SELECT top_node('SELECT * FROM ONLY ev WHERE id = 300');
-SELECT top_node('SELECT ctid FROM ev WHERE id = 300');
+SELECT top_node('SELECT xmin FROM ev WHERE id = 300');
 -- an index that is not valid
 CREATE TABLE half (p int, k int) PARTITION BY RANGE (p);
 CREATE TABLE half_1 PARTITION OF half FOR VALUES FROM (0) TO (10);

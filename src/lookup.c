@@ -105,6 +105,7 @@ typedef struct LookupRow
 {
 	HeapTuple	tuple;
 	Oid			tableoid;
+	ItemPointerData tid;		/* in its partition */
 } LookupRow;
 
 typedef struct LookupScanState
@@ -415,6 +416,7 @@ lookup_keep(LookupScanState *state, TupleTableSlot *found, Relation heap)
 	row = &state->rows[state->nrows++];
 	row->tuple = ExecCopySlotHeapTuple(out);
 	row->tableoid = RelationGetRelid(heap);
+	row->tid = found->tts_tid;
 	ExecClearTuple(out);
 	MemoryContextSwitchTo(old);
 	if (map != NULL)
@@ -424,7 +426,9 @@ lookup_keep(LookupScanState *state, TupleTableSlot *found, Relation heap)
 /*
  * Search one partition's btree for the key with the query's snapshot (its
  * index scan takes the predicate locks a btree scan takes); keep what it
- * finds.  True if it found a row.
+ * finds, all of it if "all", else the first row.  True if it found a row.
+ * Unless "all" (which a lookup that trusts no summary asks for), an invalid
+ * key range is made valid first, as a probe would.
  */
 static bool
 lookup_search(LookupScanState *state, LookupTree *tree, LookupPart *part,
@@ -439,6 +443,9 @@ lookup_search(LookupScanState *state, LookupTree *tree, LookupPart *part,
 	TupleTableSlot *slot = table_slot_create(heap, NULL);
 	bool		found = false;
 
+	/* a range made valid here lets later lookups rule the leaf out */
+	if (!all)
+		gunique_summary_prepare(gunique_summary_for(index), heap, index);
 	for (int i = 0; i < nkeys; i++)
 		ScanKeyEntryInitialize(&skeys[i], 0, i + 1, BTEqualStrategyNumber,
 							   tree->opcintype[i], tree->collation[i],
@@ -518,7 +525,6 @@ static bool
 lookup_leaf_excludes(LookupPart *part, GuniqueKeyImage *image,
 					 GuniqueFilterKey *fkey, LWLock *lock)
 {
-	Relation	heap = table_open(part->heapoid, NoLock);
 	Relation	index = index_open(part->indexoid, NoLock);
 	GuniqueSummary *summary = gunique_summary_for(index);
 	GuniqueSummaryCopy copy;
@@ -526,7 +532,6 @@ lookup_leaf_excludes(LookupPart *part, GuniqueKeyImage *image,
 
 	if (summary != NULL)
 	{
-		gunique_summary_prepare(summary, heap, index);
 		LWLockAcquire(lock, LW_SHARED);
 		gunique_summary_copy(summary, &copy);
 		excluded = gunique_summary_copy_outside(&copy, image) ||
@@ -534,7 +539,6 @@ lookup_leaf_excludes(LookupPart *part, GuniqueKeyImage *image,
 		LWLockRelease(lock);
 	}
 	index_close(index, NoLock);
-	table_close(heap, NoLock);
 	return excluded;
 }
 
@@ -576,10 +580,7 @@ lookup_one(LookupScanState *state, Datum *values, bool *isnull)
 		for (int c = 0; c < ncandidates; c++)
 			parts[c] = tree->parts[candidates[c]];
 		for (int c = 0; c < ncandidates; c++)
-		{
 			LockRelationOid(parts[c].indexoid, AccessShareLock);
-			LockRelationOid(parts[c].heapoid, AccessShareLock);
-		}
 		if (generation != gunique_scope_generation())
 		{
 			state->ruled_out -= tree->nparts - ncandidates;
@@ -590,9 +591,12 @@ lookup_one(LookupScanState *state, Datum *values, bool *isnull)
 		for (int c = 0; c < ncandidates; c++)
 		{
 			if (trust && lookup_leaf_excludes(&parts[c], &image, &fkey, lock))
+			{
 				state->ruled_out++;
-			else if (lookup_search(state, tree, &parts[c], values, !trust) &&
-					 trust)
+				continue;
+			}
+			LockRelationOid(parts[c].heapoid, AccessShareLock);
+			if (lookup_search(state, tree, &parts[c], values, !trust) && trust)
 			{
 				/* the key's only row: the others cannot hold it */
 				state->ruled_out += ncandidates - c - 1;
@@ -663,7 +667,10 @@ lookup_array(LookupScanState *state, Datum array)
 	}
 }
 
-/* Evaluate the keys and find their rows. */
+/*
+ * Evaluate the keys and find their rows.  Everything but the rows found
+ * (lookup_keep) lives in the per-tuple memory, reset at the end.
+ */
 static void
 lookup_fetch(LookupScanState *state)
 {
@@ -672,24 +679,22 @@ lookup_fetch(LookupScanState *state)
 	bool		isnull[INDEX_MAX_KEYS];
 	int			i = 0;
 	ListCell   *lc;
+	MemoryContext old;
 
 	ResetExprContext(econtext);
+	old = MemoryContextSwitchTo(econtext->ecxt_per_tuple_memory);
 	foreach(lc, state->key_exprs)
 	{
-		values[i] = ExecEvalExprSwitchContext((ExprState *) lfirst(lc),
-											  econtext, &isnull[i]);
+		values[i] = ExecEvalExpr((ExprState *) lfirst(lc), econtext,
+								 &isnull[i]);
 		i++;
 	}
 	if (!state->array)
 		lookup_key(state, values, isnull);
 	else if (!isnull[0])
-	{
-		MemoryContext old =
-			MemoryContextSwitchTo(econtext->ecxt_per_tuple_memory);
-
 		lookup_array(state, values[0]);
-		MemoryContextSwitchTo(old);
-	}
+	MemoryContextSwitchTo(old);
+	ResetExprContext(econtext);
 	state->fetched = true;
 }
 
@@ -743,6 +748,7 @@ lookup_next(ScanState *ss)
 	row = &state->rows[state->pos];
 	ExecForceStoreHeapTuple(row->tuple, slot, false);
 	slot->tts_tableOid = row->tableoid;
+	slot->tts_tid = row->tid;
 	return slot;
 }
 

@@ -363,9 +363,9 @@ typedef struct SystemColumnsContext
 } SystemColumnsContext;
 
 /*
- * Does the query read a system column of the table other than tableoid?
- * The scan returns rows in the table's own row type, which has no ctid or
- * xmin of the partition the row came from.
+ * Does the query read a system column of the table other than tableoid and
+ * ctid?  The scan returns rows in the table's own row type, which has no
+ * xmin or xmax of the partition's tuple.
  */
 static bool
 lookup_system_column_walker(Node *node, SystemColumnsContext *cxt)
@@ -378,7 +378,8 @@ lookup_system_column_walker(Node *node, SystemColumnsContext *cxt)
 
 		return var->varno == cxt->rti &&
 			var->varlevelsup == cxt->sublevels_up &&
-			var->varattno < 0 && var->varattno != TableOidAttributeNumber;
+			var->varattno < 0 && var->varattno != TableOidAttributeNumber &&
+			var->varattno != SelfItemPointerAttributeNumber;
 	}
 	if (IsA(node, Query))
 	{

@@ -3,8 +3,9 @@
 #
 #   perl bench/compare.pl [--title TITLE] DIR1 DIR2 [DIR3 ...]
 #
-# Prints a Markdown section: for every step of workload 1 and every point of
-# workload 2 measured in any of the runs, gunique's median divided by
+# Prints a Markdown section: for every step of workload 1, every point of
+# workload 2 and the tps of workloads 3 and 6 (per mode and partition count)
+# measured in any of the runs, gunique's median divided by
 # local's median in the same run, one column per run (named by the last
 # component of its directory, oldest first).  Each run is judged against its
 # own local contender, so the runs may come from different times (the
@@ -135,5 +136,21 @@ if (grep { $_->{w3a} || $_->{w3b} } @r) {
 	header('step');
 	rows('w3a', '-', ['tps']);
 	rows('w3b', $_, ['tps']) for qw(hash list);
+	print "\n";
+}
+
+# Workload 6: tps by the global key, per mode and partition count (higher
+# is better).
+if (grep { $_->{w6} } @r) {
+	print "### Workload 6 (tps, gunique's divided by local's: higher is better)\n\n";
+	header('step');
+	my %seen = map { %{ $_->{w6} // {} } } @r;
+	for my $variant (sort {
+			my ($ma, $na) = $a =~ /^(.*)-(\d+)$/;
+			my ($mb, $nb) = $b =~ /^(.*)-(\d+)$/;
+			($ma // $a) cmp ($mb // $b) || ($na // 0) <=> ($nb // 0)
+		} keys %seen) {
+		rows('w6', $variant, ['tps', 'tps-warm']);
+	}
 	print "\n";
 }

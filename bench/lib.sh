@@ -41,6 +41,7 @@ scale_params()
 		W3A_BASE=20000 W3A_SECS=2     # workload 3a: rows before the run, seconds per contender
 		W3B_BASE=10000 W3B_TX=2       # workload 3b: rows before the run, transactions of 1,000 rows per client
 		W4_ROWS=200000 W4_SECS=2      # workload 4: accounts, seconds per contender and mode
+		W6_SCALE=2 W6_SECS=4          # workload 6: pgbench -s (100,000 accounts each), seconds per contender and mode
 		;;
 	small)                            # about 10 minutes on 2 cores, one run
 		W1_N=600000
@@ -49,6 +50,7 @@ scale_params()
 		W3A_BASE=200000 W3A_SECS=5
 		W3B_BASE=100000 W3B_TX=10
 		W4_ROWS=2000000 W4_SECS=5
+		W6_SCALE=20 W6_SECS=20
 		;;
 	seed | large)                     # large: workload 5 only, see bench/README.md
 		W1_N=6000000
@@ -57,6 +59,7 @@ scale_params()
 		W3A_BASE=2000000 W3A_SECS=60
 		W3B_BASE=1000000 W3B_TX=900
 		W4_ROWS=20000000 W4_SECS=60
+		W6_SCALE=20 W6_SECS=60        # the talk's -s 20
 		;;
 	*)
 		die "unknown scale '$1' (tiny, small, seed or large)"
@@ -99,6 +102,15 @@ scale_params()
 	W3B_CLIENTS=10                # as in the de-duplication article
 	W4_PARTITIONS=200
 	W4_CLIENTS=${BENCH_CLIENTS:-8}
+	W6_PARTITIONS=${BENCH_W6_PARTITIONS:-16 200 1000}    # the talk's 200, and either side of it
+	W6_MODES=${BENCH_W6_MODES:-select-only select-update}
+	for m in $W6_MODES; do
+		case "$m" in
+		select-only | select-update) ;;
+		*) die "BENCH_W6_MODES: unknown mode '$m' (select-only, select-update)" ;;
+		esac
+	done
+	W6_CLIENTS=${BENCH_CLIENTS:-8}
 }
 
 # ---------------------------------------------------------------------------

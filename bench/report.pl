@@ -31,14 +31,16 @@ while (<$mf>) {
 }
 close $mf;
 
-# $val{workload}{variant}{step}{contender} = [values of every run]
-my (%val, %unit);
+# $val{workload}{variant}{step}{contender} = [values of every run];
+# $byrun{...}{contender}{run} = the value of one run (workload 6 pairs runs)
+my (%val, %unit, %byrun);
 open my $rf, '<', "$dir/raw.tsv" or die "report.pl: $dir/raw.tsv: $!\n";
 while (<$rf>) {
 	chomp;
 	next if /^\s*$/ || /^#/;
 	my ($w, $variant, $step, $c, $run, $v, $u) = split /\t/;
 	push @{ $val{$w}{$variant}{$step}{$c} }, $v;
+	$byrun{$w}{$variant}{$step}{$c}{$run} = $v;
 	$unit{$w}{$step} = $u;
 }
 close $rf;
@@ -161,7 +163,7 @@ p "- prewarm: $meta{prewarm}\n" if $meta{prewarm};
 }
 p "- scale $meta{scale}: $meta{params}\n";
 p "- contenders: $meta{contenders}\n";
-my @took = map { defined $meta{"elapsed_w$_"} ? "workload $_: $meta{\"elapsed_w$_\"} s" : () } 1 .. 4;
+my @took = map { defined $meta{"elapsed_w$_"} ? "workload $_: $meta{\"elapsed_w$_\"} s" : () } 1 .. 6;
 p "- wall-clock time: ", join(', ', @took), "\n" if @took;
 p "\n";
 p "Contenders: `local` a unique btree that includes the partition key (unique per partition only: ",
@@ -308,6 +310,63 @@ if ($val{w5}) {
 			  join(' | ', map { cell($v->{$step}{$_}, $v->{$step}{local}, "$variant $step $_", $_) } @cc), " |\n";
 		}
 		p "\n", spread_line();
+	}
+}
+
+# Workload 6: the talk's lookups by the global key, against partitions -------
+if ($val{w6}) {
+	my %parts;
+	for my $variant (keys %{ $val{w6} }) {
+		my ($mode, $n) = $variant =~ /^(.*)-(\d+)$/ or next;
+		$parts{$mode}{$n} = 1;
+	}
+	p "## Workload 6: the talk's lookups by the global key, against the number of partitions (pgbench)\n\n";
+	p "`pgbench -i --partitions=N` (range on aid), then `UPDATE pgbench_accounts SET bid = aid`; the key is bid; ",
+	  "prepared statements, :bid random over every account. `local` is a plain btree on bid in every partition, ",
+	  "`gunique` `CREATE UNIQUE INDEX ... USING gunique (bid)`, `single` the same rows unpartitioned with a unique btree ",
+	  "on bid. `local` searches every partition's btree for a key, and so does `gunique` without its lookup path ",
+	  "(`gunique.enable_lookup`, from f9416bd: one scan of the partitions that can hold the key, for a plain SELECT). ",
+	  "tps, medians of the runs; each ratio is of medians, and in brackets the lowest and highest ratio of one run's ",
+	  "values (the contenders of a run ran one after the other). pgbench's tps counts each new session's start ",
+	  "(its relation cache, five custom plans of every partition before the generic plan), which at 1,000 partitions ",
+	  "takes seconds; the second half of each run leaves it out.\n\n";
+	# the ratio of two contenders' medians, and the range of the runs' ratios
+	my $pair = sub {
+		my ($cell, $step, $c1, $c2) = @_;
+		my ($r1, $r2) = ($byrun{w6}{$cell}{$step}{$c1}, $byrun{w6}{$cell}{$step}{$c2});
+		return 'n/a' unless $r1 && $r2 && %$r1 && %$r2;
+		# two decimals, or two significant digits below 0.1 (single's lead at 1,000 partitions)
+		my $x = sub { my $r = shift; $r >= 0.1 ? sprintf('%.2f', $r) : sprintf('%.2g', $r) };
+		my $m2 = median(values %$r2);
+		return 'n/a' unless $m2 > 0;
+		my $s = '×' . $x->(median(values %$r1) / $m2);
+		my @per = sort { $a <=> $b } map { $r1->{$_} / $r2->{$_} } grep { exists $r2->{$_} && $r2->{$_} > 0 } keys %$r1;
+		$s .= ' [' . $x->($per[0]) . '–' . $x->($per[-1]) . ']' if @per > 1;
+		return $s;
+	};
+	my %title = ('select-only' => 'SELECT abalance WHERE bid = :bid',
+				 'select-update' => 'UPDATE abalance WHERE bid = :bid, then SELECT it');
+	my %steps = (tps => "pgbench's tps, the whole run",
+				 'tps-warm' => 'tps of the second half of the run (warm sessions)');
+	for my $mode (qw(select-only select-update)) {
+		next unless $parts{$mode};
+		my @n = sort { $a <=> $b } keys %{ $parts{$mode} };
+		for my $step (qw(tps tps-warm)) {
+			next unless grep { $val{w6}{"$mode-$_"}{$step} } @n;
+			my @cc = grep { my $c = $_; grep { $val{w6}{"$mode-$_"}{$step}{$c} } @n } qw(local gunique single);
+			p "### $title{$mode}: $steps{$step}\n\n";
+			p "| partitions | ", join(' | ', @cc), " | gunique / local | gunique / single |\n";
+			p "|---:|", join('', map { '---:|' } @cc), "---:|---:|\n";
+			for my $n (@n) {
+				my $v = $val{w6}{"$mode-$n"}{$step};
+				p "| $n | ", join(' | ', map {
+					note_spread("$mode $n partitions $step $_", @{ $v->{$_} || [] });
+					$v->{$_} ? fmt(median(@{ $v->{$_} })) : 'n/a'
+				} @cc), " | ", $pair->("$mode-$n", $step, 'gunique', 'local'), " | ",
+				  $pair->("$mode-$n", $step, 'gunique', 'single'), " |\n";
+			}
+			p "\n", spread_line();
+		}
 	}
 }
 

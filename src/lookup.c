@@ -82,15 +82,19 @@ typedef struct LookupPart
  */
 typedef struct LookupTree
 {
-	Oid			topindex;		/* hash key */
+	Oid			index;			/* hash key: the index on the table read */
 	MemoryContext cxt;			/* NULL until made */
 	uint64		scope_generation;
+	Oid			top;			/* the top index of its gunique tree */
 	int			ndescs;
 	Oid		   *desc_tables;	/* the partitioned tables, top first */
 	PartitionDesc *descs;		/* the descriptors it was made from */
 	int			nparts;
 	LookupPart *parts;
-	bool		one_group;		/* every leaf is in the top index's group */
+	Oid			group;			/* the group of every part's leaf, or
+								 * InvalidOid if they differ */
+	int			group_leaves;	/* the group's leaves, in the whole tree */
+	GuniqueSummary *group_summary;	/* the group's, with its filter, or NULL */
 	uint64		tags_present;
 	int			first[GUNIQUE_FILTER_TAGS];
 	GuniqueKeyMap map;
@@ -231,15 +235,11 @@ lookup_tree_parts(LookupTree *tree, GuniqueScope *scope, List *leaves,
 	ListCell   *lc;
 	int			i = 0;
 
-	tree->one_group = true;
 	for (int j = 0; j < scope->nleaves; j++)
-	{
-		if (scope->leaves[j].sibling)
-			continue;
-		sorted[nsorted++] = scope->leaves[j];
-		tree->one_group &= scope->leaves[j].group == RelationGetRelid(index);
-	}
+		if (!scope->leaves[j].sibling)
+			sorted[nsorted++] = scope->leaves[j];
 	qsort(sorted, nsorted, sizeof(GuniqueLeaf), lookup_leaf_cmp);
+	tree->group = InvalidOid;
 
 	tree->nparts = list_length(leaves);
 	tree->parts = MemoryContextAlloc(tree->cxt,
@@ -266,13 +266,38 @@ lookup_tree_parts(LookupTree *tree, GuniqueScope *scope, List *leaves,
 					 errhint("Set gunique.enable_lookup to off to read the table without the index.")));
 		tree->parts[i].heapoid = leaf->heapoid;
 		tree->parts[i].indexoid = leaf->indexoid;
+		if (i == 0 || leaf->group != tree->group)
+			tree->group = i == 0 ? leaf->group : InvalidOid;
 		tag = gunique_summary_leaf_tag(leaf->heapoid);
 		tree->parts[i].next = tree->first[tag];
 		tree->first[tag] = i;
 		tree->tags_present |= UINT64CONST(1) << tag;
 		i++;
 	}
+	tree->group_leaves = 0;
+	for (int j = 0; j < nsorted; j++)
+		tree->group_leaves += sorted[j].group == tree->group;
 	pfree(sorted);
+}
+
+/*
+ * The summary of the parts' group, which keeps the group's filter: every
+ * key of every leaf of the group, read without any leaf lock (src/README,
+ * "Light probes").  Its index, a partitioned index of the tree, is locked.
+ */
+static GuniqueSummary *
+lookup_group_summary(Oid group)
+{
+	Relation	groupindex;
+	GuniqueSummary *summary = NULL;
+
+	if (!OidIsValid(group))
+		return NULL;
+	groupindex = index_open(group, NoLock);
+	if (groupindex->rd_rel->relkind == RELKIND_PARTITIONED_INDEX)
+		summary = gunique_summary_for(groupindex);
+	index_close(groupindex, NoLock);
+	return summary;
 }
 
 /* The key as the leaves compare and hash it. */
@@ -337,6 +362,7 @@ lookup_tree_make(LookupTree *tree, GuniqueScope *scope, Relation table,
 	}
 	MemoryContextSwitchTo(old);
 	lookup_tree_parts(tree, scope, leaves, index);
+	tree->group_summary = lookup_group_summary(tree->group);
 	lookup_tree_key(tree, index);
 	tree->scope_generation = generation;
 }
@@ -350,7 +376,7 @@ static LookupTree *
 lookup_tree_get(LookupScanState *state)
 {
 	Relation	table = state->css.ss.ss_currentRelation;
-	Oid			topindex = RelationGetRelid(state->index);
+	Oid			indexoid = RelationGetRelid(state->index);
 
 	if (lookup_trees == NULL)
 	{
@@ -364,15 +390,25 @@ lookup_tree_get(LookupScanState *state)
 	}
 	for (;;)
 	{
-		GuniqueScope *scope = gunique_scope_for_top(state->index,
-													GUNIQUE_LOCK_INNER);
-		uint64		generation = gunique_scope_generation();
 		bool		found;
-		LookupTree *tree = hash_search(lookup_trees, &topindex, HASH_ENTER,
+		LookupTree *tree = hash_search(lookup_trees, &indexoid, HASH_ENTER,
 									   &found);
+		GuniqueScope *scope;
+		uint64		generation;
 
 		if (!found)
 			tree->cxt = NULL;
+
+		/*
+		 * The table read may be a partition of the tree's top table: the
+		 * scope is the whole tree's, never one made from the middle of it.
+		 */
+		if (tree->cxt == NULL ||
+			tree->scope_generation != gunique_scope_generation())
+			tree->top = gunique_tree_top(indexoid);
+		scope = gunique_scope_for_top(tree->top, state->index,
+									  GUNIQUE_LOCK_INNER);
+		generation = gunique_scope_generation();
 		if (lookup_tree_current(tree, table))
 			return tree;
 		if (generation != gunique_scope_generation())
@@ -478,8 +514,7 @@ lookup_ask_filter(LookupScanState *state, LookupTree *tree)
 		 !TimestampDifferenceExceeds(filters_asked, now, LOOKUP_ASK_MS)))
 		return;
 	filters_asked = now;
-	gunique_builder_request(RelationGetRelid(state->index),
-							tree->parts[0].indexoid);
+	gunique_builder_request(tree->group, tree->parts[0].indexoid);
 }
 
 /*
@@ -492,14 +527,14 @@ static uint64
 lookup_group_tags(LookupScanState *state, LookupTree *tree,
 				  GuniqueKeyImage *image, GuniqueFilterKey *fkey)
 {
-	GuniqueSummary *group = gunique_summary_for(state->index);
+	GuniqueSummary *group = tree->group_summary;
 	LWLock	   *lock;
 	uint64		ref;
 	uint64		tags = tree->tags_present;
 
 	if (group == NULL)
 		return tags;
-	lock = gunique_keylock_for(RelationGetRelid(state->index),
+	lock = gunique_keylock_for(tree->top,
 							   (uint32) (image->hash ^ (image->hash >> 32)));
 	LWLockAcquire(lock, LW_SHARED);
 	ref = gunique_summary_filter(group);
@@ -563,8 +598,8 @@ lookup_one(LookupScanState *state, Datum *values, bool *isnull)
 	gunique_keymap_image(&image, &tree->map, values, isnull);
 	if (image.hashed)
 		gunique_filter_key(&fkey, image.hash);
-	if (trust && image.hashed && tree->one_group &&
-		tree->nparts >= GUNIQUE_GROUP_FILTER_MIN_LEAVES)
+	if (trust && image.hashed && OidIsValid(tree->group) &&
+		tree->group_leaves >= GUNIQUE_GROUP_FILTER_MIN_LEAVES)
 		tags = lookup_group_tags(state, tree, &image, &fkey);
 
 	/* copy what the tree says before locking can change it */
@@ -586,7 +621,7 @@ lookup_one(LookupScanState *state, Datum *values, bool *isnull)
 			state->ruled_out -= tree->nparts - ncandidates;
 			return false;
 		}
-		lock = gunique_keylock_for(RelationGetRelid(state->index),
+		lock = gunique_keylock_for(tree->top,
 								   (uint32) (image.hash ^ (image.hash >> 32)));
 		for (int c = 0; c < ncandidates; c++)
 		{

@@ -724,12 +724,13 @@ scope_install(Oid topindex, TreeWalk *walk, GuniqueScope *key)
 }
 
 /*
- * Build the cache entry for the tree that index belongs to, a leaf or, with
- * is_top, the tree's top index.  Returns
+ * Build the cache entry for the tree that index belongs to: the tree whose
+ * top index is "top", or, if that is InvalidOid, the tree of leaf index
+ * "index".  The index's key is the tree's.  Returns
  * false if the cache was flushed meanwhile and the caller must look again.
  */
 static bool
-scope_build(Relation index, bool is_top)
+scope_build(Relation index, Oid top)
 {
 	Oid			indexoid = RelationGetRelid(index);
 	uint64		generation = cache_generation;
@@ -737,7 +738,6 @@ scope_build(Relation index, bool is_top)
 	MemoryContext oldcxt;
 	TreeWalk	walk = {true, NIL, NIL, NIL};
 	GuniqueScope key;
-	Oid			top;
 	bool		current;
 
 	buildcxt = AllocSetContextCreate(CurrentMemoryContext,
@@ -748,7 +748,10 @@ scope_build(Relation index, bool is_top)
 	walking = true;
 	PG_TRY();
 	{
-		top = is_top ? indexoid : gunique_tree_top(indexoid);
+		if (!OidIsValid(top))
+			top = gunique_tree_top(indexoid);
+		/* a scope made from the middle of a tree would hide its leaves */
+		Assert(gunique_tree_top(top) == top);
 		walk_tree(top, top, &walk);
 		scope_fill_key(&key, index, buildcxt);
 	}
@@ -841,7 +844,7 @@ gunique_scope_for_leaf(Relation index, GuniqueLeafPlace *place,
 			entry = hash_search(leaf_map, &leafoid, HASH_FIND, NULL);
 		if (entry == NULL)
 		{
-			if (!scope_build(index, false))
+			if (!scope_build(index, InvalidOid))
 				continue;
 			entry = hash_search(leaf_map, &leafoid, HASH_FIND, NULL);
 			if (entry == NULL)
@@ -880,15 +883,14 @@ gunique_scope_for_leaf(Relation index, GuniqueLeafPlace *place,
 }
 
 /*
- * The cached tree whose top index is "topindex", locked as
- * gunique_scope_for_leaf locks it.  For a reader that starts from the
- * table, not from a leaf (lookup.c).
+ * The cached tree whose top index is "topoid" (gunique_tree_top), locked as
+ * gunique_scope_for_leaf locks it; "member" is any index of the tree, whose
+ * key is the tree's.  For a reader that starts from a table, not from a
+ * leaf (lookup.c).
  */
 GuniqueScope *
-gunique_scope_for_top(Relation topindex, GuniqueScopeLock lock)
+gunique_scope_for_top(Oid topoid, Relation member, GuniqueScopeLock lock)
 {
-	Oid			topoid = RelationGetRelid(topindex);
-
 	for (;;)
 	{
 		GuniqueScope *scope = NULL;
@@ -898,7 +900,7 @@ gunique_scope_for_top(Relation topindex, GuniqueScopeLock lock)
 			scope = hash_search(scope_by_top, &topoid, HASH_FIND, NULL);
 		if (scope == NULL)
 		{
-			(void) scope_build(topindex, true);
+			(void) scope_build(member, topoid);
 			continue;
 		}
 		locked = lock == GUNIQUE_LOCK_ALL ? scope->locked_generation :

@@ -71,7 +71,7 @@ extern GuniqueScope *gunique_scope_for_leaf(Relation index,
 											 GuniqueLeafPlace *place,
 											 GuniqueScopeLock lock);
 
-extern GuniqueScope *gunique_scope_for_top(Relation topindex,
+extern GuniqueScope *gunique_scope_for_top(Oid topoid, Relation member,
 											 GuniqueScopeLock lock);
 extern uint64 gunique_scope_generation(void);
 extern bool gunique_scope_try_lock_all(Relation index);

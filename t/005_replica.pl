@@ -12,8 +12,8 @@
 # and without their own gunique index, one of them sub-partitioned), a
 # refused ATTACH and a DETACH.  On the standby: replay went through without
 # an inconsistent page or an assertion failure; queries use the gunique
-# leaves and return the primary's rows; the catalogs mark the tree unique
-# and valid.  After promotion, the tree still enforces uniqueness across
+# leaves and return the primary's rows, and lookups by the key search every
+# partition and find each row; the catalogs mark the tree unique and valid.  After promotion, the tree still enforces uniqueness across
 # partitions.
 
 use strict;
@@ -121,6 +121,23 @@ INSERT INTO t VALUES (1, 400001, 'kept', 0);
 UPDATE t SET d = d + 1 WHERE b > 300000;
 CHECKPOINT;
 INSERT INTO t SELECT 3000 + g % 1000, 500000 + g, 'p' || g, 0 FROM generate_series(1, 500) g;
+
+-- Each row's key looked up by the lookup path (one plan, a parameter per
+-- row), found once and in the row's own partition.
+CREATE FUNCTION lookups_found() RETURNS bigint LANGUAGE plpgsql AS $$
+DECLARE
+	n bigint := 0;
+	r record;
+	found_in regclass;
+BEGIN
+	FOR r IN SELECT b, tableoid FROM t LOOP
+		SELECT tableoid INTO found_in FROM t WHERE b = r.b;
+		IF found_in = r.tableoid THEN
+			n := n + 1;
+		END IF;
+	END LOOP;
+	RETURN n;
+END $$;
 });
 
 $primary->wait_for_catchup($standby);
@@ -174,8 +191,22 @@ like($standby->safe_psql('postgres', "$idx EXPLAIN $rows"),
 is($standby->safe_psql('postgres', "$idx $rows"), $primary_rows,
 	'standby: the ordered scan of the gunique leaves returns the primary\'s rows');
 
-like($standby->safe_psql('postgres', "$idx EXPLAIN SELECT b FROM t WHERE b = 42"),
-	qr/Index Only Scan using t_\w+_b_idx on t_/, 'standby: a key lookup is an index-only scan');
+like($standby->safe_psql('postgres', "$idx SET gunique.enable_lookup = off; EXPLAIN SELECT b FROM t WHERE b = 42"),
+	qr/Index Only Scan using t_\w+_b_idx on t_/, 'standby: a key lookup without the lookup path is an index-only scan');
+
+# The lookup path (lookup.c) on the standby: WAL replay keeps no summary,
+# so it searches every partition, and finds each row in its own.
+my $nleaves = $primary->safe_psql('postgres', q{
+SELECT count(*) FROM pg_partition_tree('t') WHERE isleaf});
+like($standby->safe_psql('postgres', 'EXPLAIN SELECT b FROM t WHERE b = 42'),
+	qr/Custom Scan \(GuniqueLookup\) on t/, 'standby: a key lookup takes the lookup path');
+like($standby->safe_psql('postgres',
+		'EXPLAIN (ANALYZE, COSTS OFF, TIMING OFF, SUMMARY OFF) SELECT b FROM t WHERE b = 42'),
+	qr/Partitions Searched: $nleaves\n.*Partitions Ruled Out: 0/,
+	'standby: the lookup searches every partition');
+is($standby->safe_psql('postgres', 'SELECT lookups_found()'),
+	$primary->safe_psql('postgres', 'SELECT count(*) FROM t'),
+	'standby: the lookup path finds every row in its partition');
 my $lookup = q{
 SELECT count(*), count(*) FILTER (WHERE s.b IS NOT NULL),
 	   count(*) FILTER (WHERE s.tableoid = k.tableoid)
@@ -227,6 +258,9 @@ like($err, qr/23505: .*\nDETAIL:  Key \(b\)=\(400001\) already exists in partiti
 $standby->safe_psql('postgres',
 	q{INSERT INTO t VALUES (2500, 999999, 'fresh', 0), (5999, 999998, 'fresh2', 1)});
 pass('promoted: fresh keys are accepted');
+is($standby->safe_psql('postgres', 'SELECT lookups_found()'),
+	$standby->safe_psql('postgres', 'SELECT count(*) FROM t'),
+	'promoted: the lookup path, trusting summaries again, finds every row');
 is($standby->safe_psql('postgres',
 		q{SELECT string_agg(problem || ' ' || detail, E'\n') FROM (
 			SELECT * FROM gunique_verify('t_b', true)

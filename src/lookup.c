@@ -552,29 +552,60 @@ lookup_group_tags(LookupScanState *state, LookupTree *tree,
 }
 
 /*
- * Can a locked leaf's summary rule the key out?  Its range and filter are
- * read under a key lock, as in lookup_group_tags; the leaf's lock keeps its
- * btree from being rebuilt meanwhile.
+ * Which of the parts, their indexes locked, can their summaries rule out?
+ * Ranges and filters are read under one key lock, as in lookup_group_tags;
+ * the leaves' locks keep their btrees from being rebuilt meanwhile.
+ * Clears keep[c] for each part ruled out; returns how many.
  */
-static bool
-lookup_leaf_excludes(LookupPart *part, GuniqueKeyImage *image,
-					 GuniqueFilterKey *fkey, LWLock *lock)
+static int
+lookup_rule_out(LookupPart *parts, int n, bool *keep, GuniqueKeyImage *image,
+				GuniqueFilterKey *fkey, LWLock *lock)
 {
-	Relation	index = index_open(part->indexoid, NoLock);
-	GuniqueSummary *summary = gunique_summary_for(index);
-	GuniqueSummaryCopy copy;
-	bool		excluded = false;
+	GuniqueSummary **summaries = palloc(sizeof(GuniqueSummary *) * Max(n, 1));
+	int			ruled_out = 0;
 
-	if (summary != NULL)
+	for (int c = 0; c < n; c++)
 	{
-		LWLockAcquire(lock, LW_SHARED);
-		gunique_summary_copy(summary, &copy);
-		excluded = gunique_summary_copy_outside(&copy, image) ||
-			(image->hashed && gunique_filter_excludes(copy.filter, fkey));
-		LWLockRelease(lock);
+		Relation	index = index_open(parts[c].indexoid, NoLock);
+
+		summaries[c] = gunique_summary_for(index);
+		index_close(index, NoLock);
 	}
-	index_close(index, NoLock);
-	return excluded;
+	LWLockAcquire(lock, LW_SHARED);
+	for (int c = 0; c < n; c++)
+	{
+		GuniqueSummaryCopy copy;
+
+		if (summaries[c] == NULL)
+			continue;
+		gunique_summary_copy(summaries[c], &copy);
+		if (gunique_summary_copy_outside(&copy, image) ||
+			(image->hashed && gunique_filter_excludes(copy.filter, fkey)))
+		{
+			keep[c] = false;
+			ruled_out++;
+		}
+	}
+	LWLockRelease(lock);
+	pfree(summaries);
+	return ruled_out;
+}
+
+/*
+ * The parts of the key's tags (every part if "tags" has every bit), copied
+ * out of the tree, which locking may make stale.
+ */
+static LookupPart *
+lookup_candidates(LookupTree *tree, uint64 tags, int *n)
+{
+	LookupPart *parts = palloc(sizeof(LookupPart) * Max(tree->nparts, 1));
+
+	*n = 0;
+	for (uint64 left = tags & tree->tags_present; left != 0; left &= left - 1)
+		for (int i = tree->first[pg_rightmost_one_pos64(left)]; i >= 0;
+			 i = tree->parts[i].next)
+			parts[(*n)++] = tree->parts[i];
+	return parts;
 }
 
 /*
@@ -591,9 +622,10 @@ lookup_one(LookupScanState *state, Datum *values, bool *isnull)
 	GuniqueKeyImage image;
 	GuniqueFilterKey fkey;
 	uint64		tags = ~UINT64CONST(0);
-	int		   *candidates;
-	int			ncandidates = 0;
-	LWLock	   *lock;
+	LookupPart *parts;
+	bool	   *keep;
+	int			n;
+	int			ruled_out;
 
 	gunique_keymap_image(&image, &tree->map, values, isnull);
 	if (image.hashed)
@@ -601,46 +633,35 @@ lookup_one(LookupScanState *state, Datum *values, bool *isnull)
 	if (trust && image.hashed && OidIsValid(tree->group) &&
 		tree->group_leaves >= GUNIQUE_GROUP_FILTER_MIN_LEAVES)
 		tags = lookup_group_tags(state, tree, &image, &fkey);
+	parts = lookup_candidates(tree, tags, &n);
+	ruled_out = tree->nparts - n;
 
-	/* copy what the tree says before locking can change it */
-	candidates = palloc(sizeof(int) * Max(tree->nparts, 1));
-	for (uint64 left = tags & tree->tags_present; left != 0; left &= left - 1)
-		for (int i = tree->first[pg_rightmost_one_pos64(left)]; i >= 0;
-			 i = tree->parts[i].next)
-			candidates[ncandidates++] = i;
-	state->ruled_out += tree->nparts - ncandidates;
+	for (int c = 0; c < n; c++)
+		LockRelationOid(parts[c].indexoid, AccessShareLock);
+	if (generation != gunique_scope_generation())
+		return false;
+	keep = palloc(sizeof(bool) * Max(n, 1));
+	memset(keep, true, sizeof(bool) * n);
+	if (trust)
+		ruled_out += lookup_rule_out(parts, n, keep, &image, &fkey,
+									 gunique_keylock_for(tree->top,
+														 (uint32) (image.hash ^ (image.hash >> 32))));
+	for (int c = 0; c < n; c++)
 	{
-		LookupPart *parts = palloc(sizeof(LookupPart) * Max(ncandidates, 1));
-
-		for (int c = 0; c < ncandidates; c++)
-			parts[c] = tree->parts[candidates[c]];
-		for (int c = 0; c < ncandidates; c++)
-			LockRelationOid(parts[c].indexoid, AccessShareLock);
-		if (generation != gunique_scope_generation())
+		if (!keep[c])
+			continue;
+		LockRelationOid(parts[c].heapoid, AccessShareLock);
+		if (lookup_search(state, tree, &parts[c], values, !trust) && trust)
 		{
-			state->ruled_out -= tree->nparts - ncandidates;
-			return false;
+			/* the key's only row: the others cannot hold it */
+			for (int r = c + 1; r < n; r++)
+				ruled_out += keep[r];
+			break;
 		}
-		lock = gunique_keylock_for(tree->top,
-								   (uint32) (image.hash ^ (image.hash >> 32)));
-		for (int c = 0; c < ncandidates; c++)
-		{
-			if (trust && lookup_leaf_excludes(&parts[c], &image, &fkey, lock))
-			{
-				state->ruled_out++;
-				continue;
-			}
-			LockRelationOid(parts[c].heapoid, AccessShareLock);
-			if (lookup_search(state, tree, &parts[c], values, !trust) && trust)
-			{
-				/* the key's only row: the others cannot hold it */
-				state->ruled_out += ncandidates - c - 1;
-				break;
-			}
-		}
-		pfree(parts);
 	}
-	pfree(candidates);
+	state->ruled_out += ruled_out;
+	pfree(keep);
+	pfree(parts);
 	return true;
 }
 

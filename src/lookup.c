@@ -51,7 +51,9 @@
 #include "utils/memutils.h"
 #include "utils/rel.h"
 #include "utils/ruleutils.h"
+#include "utils/fmgroids.h"
 #include "utils/snapmgr.h"
+#include "utils/syscache.h"
 #include "utils/timestamp.h"
 
 #include "compat.h"
@@ -76,6 +78,18 @@ typedef struct LookupPart
 } LookupPart;
 
 /*
+ * What a partition descriptor said.  A descriptor that leaves out a
+ * partition being detached concurrently is built again for each query
+ * (partdesc.c), so descriptors are compared by what they hold.
+ */
+typedef struct LookupDescCopy
+{
+	int			nparts;
+	Oid		   *oids;
+	bool	   *is_leaf;
+} LookupDescCopy;
+
+/*
  * The backend's view of one table's partitions for lookups, by top index:
  * made from the scope (scope.c) and the partition descriptors a reader
  * sees, and made again when either changes.
@@ -88,7 +102,7 @@ typedef struct LookupTree
 	Oid			top;			/* the top index of its gunique tree */
 	int			ndescs;
 	Oid		   *desc_tables;	/* the partitioned tables, top first */
-	PartitionDesc *descs;		/* the descriptors it was made from */
+	LookupDescCopy *descs;		/* what their descriptors said */
 	int			nparts;
 	LookupPart *parts;
 	Oid			group;			/* the group of every part's leaf, or
@@ -125,6 +139,7 @@ typedef struct LookupScanState
 	LookupRow  *rows;
 	int			pos;			/* of the row returned last */
 	int			markpos;
+	PartitionDirectory pdir;	/* the partitions a reader sees, per query */
 	/* for EXPLAIN ANALYZE, over every execution */
 	int64		searched;
 	int64		ruled_out;
@@ -168,15 +183,17 @@ gunique_lookup_create_state(CustomScan *cscan)
 }
 
 /*
- * The leaf partitions a reader of "table" sees now (a partition being
- * detached concurrently is left out as the planner leaves it out), and the
- * descriptors that say so.  Partitioned partitions are locked as the
- * planner's expansion locks them.
+ * The leaf partitions a reader of "table" sees now, and the descriptors
+ * that say so: a partition being detached concurrently is left out as the
+ * planner leaves it out, by the query's partition directory (one
+ * descriptor per table and query, whatever the number of lookups).
+ * Partitioned partitions are locked as the planner's expansion locks them.
  */
 static void
-lookup_collect(Relation table, List **tables, List **descs, List **leaves)
+lookup_collect(PartitionDirectory pdir, Relation table, List **tables,
+			   List **descs, List **leaves)
 {
-	PartitionDesc pd = RelationGetPartitionDesc(table, true);
+	PartitionDesc pd = PartitionDirectoryLookup(pdir, table);
 
 	*tables = lappend_oid(*tables, RelationGetRelid(table));
 	*descs = lappend(*descs, pd);
@@ -190,14 +207,23 @@ lookup_collect(Relation table, List **tables, List **descs, List **leaves)
 			continue;
 		}
 		sub = table_open(pd->oids[i], AccessShareLock);
-		lookup_collect(sub, tables, descs, leaves);
+		lookup_collect(pdir, sub, tables, descs, leaves);
 		table_close(sub, NoLock);
 	}
 }
 
-/* Are the descriptors the tree was made from those a reader sees now? */
 static bool
-lookup_tree_current(LookupTree *tree, Relation table)
+lookup_desc_same(LookupDescCopy *copy, PartitionDesc pd)
+{
+	return copy->nparts == pd->nparts &&
+		memcmp(copy->oids, pd->oids, sizeof(Oid) * pd->nparts) == 0 &&
+		memcmp(copy->is_leaf, pd->is_leaf, sizeof(bool) * pd->nparts) == 0;
+}
+
+/* Do the partitioned tables hold the partitions the tree was made from? */
+static bool
+lookup_tree_current(LookupTree *tree, PartitionDirectory pdir,
+					Relation table)
 {
 	if (tree->cxt == NULL ||
 		tree->scope_generation != gunique_scope_generation())
@@ -206,7 +232,8 @@ lookup_tree_current(LookupTree *tree, Relation table)
 	{
 		Relation	rel = i == 0 ? table : table_open(tree->desc_tables[i],
 													  AccessShareLock);
-		bool		same = RelationGetPartitionDesc(rel, true) == tree->descs[i];
+		bool		same = lookup_desc_same(&tree->descs[i],
+											PartitionDirectoryLookup(pdir, rel));
 
 		if (i > 0)
 			table_close(rel, NoLock);
@@ -330,8 +357,9 @@ lookup_tree_key(LookupTree *tree, Relation index)
 
 /* Make the tree again from the scope and the descriptors. */
 static void
-lookup_tree_make(LookupTree *tree, GuniqueScope *scope, Relation table,
-				 Relation index, uint64 generation)
+lookup_tree_make(LookupTree *tree, GuniqueScope *scope,
+				 PartitionDirectory pdir, Relation table, Relation index,
+				 uint64 generation)
 {
 	List	   *tables = NIL;
 	List	   *descs = NIL;
@@ -343,7 +371,7 @@ lookup_tree_make(LookupTree *tree, GuniqueScope *scope, Relation table,
 	if (tree->cxt != NULL)
 		MemoryContextDelete(tree->cxt);
 	tree->cxt = NULL;
-	lookup_collect(table, &tables, &descs, &leaves);
+	lookup_collect(pdir, table, &tables, &descs, &leaves);
 	if (generation != gunique_scope_generation())
 		return;					/* the scope changed: look again */
 
@@ -353,11 +381,18 @@ lookup_tree_make(LookupTree *tree, GuniqueScope *scope, Relation table,
 	old = MemoryContextSwitchTo(tree->cxt);
 	tree->ndescs = list_length(tables);
 	tree->desc_tables = palloc(sizeof(Oid) * tree->ndescs);
-	tree->descs = palloc(sizeof(PartitionDesc) * tree->ndescs);
+	tree->descs = palloc(sizeof(LookupDescCopy) * tree->ndescs);
 	foreach(lc, tables)
 	{
+		PartitionDesc pd = list_nth(descs, i);
+		LookupDescCopy *copy = &tree->descs[i];
+
 		tree->desc_tables[i] = lfirst_oid(lc);
-		tree->descs[i] = list_nth(descs, i);
+		copy->nparts = pd->nparts;
+		copy->oids = palloc(sizeof(Oid) * Max(pd->nparts, 1));
+		copy->is_leaf = palloc(sizeof(bool) * Max(pd->nparts, 1));
+		memcpy(copy->oids, pd->oids, sizeof(Oid) * pd->nparts);
+		memcpy(copy->is_leaf, pd->is_leaf, sizeof(bool) * pd->nparts);
 		i++;
 	}
 	MemoryContextSwitchTo(old);
@@ -409,13 +444,15 @@ lookup_tree_get(LookupScanState *state)
 		scope = gunique_scope_for_top(tree->top, state->index,
 									  GUNIQUE_LOCK_INNER);
 		generation = gunique_scope_generation();
-		if (lookup_tree_current(tree, table))
+		if (lookup_tree_current(tree, state->pdir, table))
 			return tree;
 		if (generation != gunique_scope_generation())
 			continue;
-		lookup_tree_make(tree, scope, table, state->index, generation);
-		if (tree->cxt != NULL && lookup_tree_current(tree, table))
+		lookup_tree_make(tree, scope, state->pdir, table, state->index,
+						 generation);
+		if (tree->cxt != NULL && lookup_tree_current(tree, state->pdir, table))
 			return tree;
+		CHECK_FOR_INTERRUPTS();
 	}
 }
 
@@ -460,6 +497,75 @@ lookup_keep(LookupScanState *state, TupleTableSlot *found, Relation heap)
 }
 
 /*
+ * Was the partition's storage replaced (TRUNCATE; also VACUUM FULL and
+ * CLUSTER, which keep the rows) by a transaction that the snapshot does
+ * not see?  Only then is its row of pg_class newer than the snapshot, and
+ * the row the snapshot sees names another relfilenode.
+ */
+static bool
+lookup_storage_replaced(Relation heap, Snapshot snapshot)
+{
+	Oid			relid = RelationGetRelid(heap);
+	HeapTuple	tuple = SearchSysCache1(RELOID, ObjectIdGetDatum(relid));
+	TransactionId xmin;
+	Relation	pg_class;
+	ScanKeyData key;
+	SysScanDesc scan;
+	HeapTuple	seen;
+	bool		replaced;
+
+	if (!HeapTupleIsValid(tuple))
+		return false;
+	xmin = HeapTupleHeaderGetXmin(tuple->t_data);
+	ReleaseSysCache(tuple);
+	if (!TransactionIdIsNormal(xmin) ||
+		TransactionIdIsCurrentTransactionId(xmin) ||
+		!XidInMVCCSnapshot(xmin, snapshot))
+		return false;
+	pg_class = table_open(RelationRelationId, AccessShareLock);
+	ScanKeyInit(&key, Anum_pg_class_oid, BTEqualStrategyNumber, F_OIDEQ,
+				ObjectIdGetDatum(relid));
+	scan = systable_beginscan(pg_class, ClassOidIndexId, true, snapshot, 1,
+							  &key);
+	seen = systable_getnext(scan);
+	replaced = !HeapTupleIsValid(seen) ||
+		((Form_pg_class) GETSTRUCT(seen))->relfilenode !=
+		heap->rd_rel->relfilenode;
+	systable_endscan(scan);
+	table_close(pg_class, AccessShareLock);
+	return replaced;
+}
+
+/*
+ * A partition searched in vain, its locks had without waiting: had its
+ * rows been truncated after the query's snapshot was taken?  A scan of
+ * every partition locks them all before the snapshot is taken, so that a
+ * TRUNCATE waits for the query; a lookup locks a partition only when it
+ * reads it, and a TRUNCATE committed in between would make the row the
+ * snapshot sees vanish.  That is refused as a serialization failure rather
+ * than answered wrongly.  (A VACUUM FULL or CLUSTER in between, which keeps
+ * the rows, is refused too when the key is not there: the lookup cannot
+ * tell them apart.)  A lookup that waited for the TRUNCATE's lock reads
+ * the partition empty, as a scan of every partition would have, having
+ * waited for that lock before taking its snapshot.
+ */
+static void
+lookup_check_storage(LookupScanState *state, Relation heap)
+{
+	Snapshot	snapshot = state->css.ss.ps.state->es_snapshot;
+
+	if (!IsMVCCSnapshot(snapshot) || !lookup_storage_replaced(heap, snapshot))
+		return;
+	ereport(ERROR,
+			(errcode(ERRCODE_T_R_SERIALIZATION_FAILURE),
+			 errmsg("could not serialize access due to concurrent truncation of partition \"%s\"",
+					RelationGetRelationName(heap)),
+			 errdetail("The partition was truncated or rewritten after the query's snapshot was taken, before the lookup by gunique index \"%s\" read it.",
+					   RelationGetRelationName(state->index)),
+			 errhint("Retry the transaction.")));
+}
+
+/*
  * Search one partition's btree for the key with the query's snapshot (its
  * index scan takes the predicate locks a btree scan takes); keep what it
  * finds, all of it if "all", else the first row.  True if it found a row.
@@ -468,7 +574,7 @@ lookup_keep(LookupScanState *state, TupleTableSlot *found, Relation heap)
  */
 static bool
 lookup_search(LookupScanState *state, LookupTree *tree, LookupPart *part,
-			  Datum *values, bool all)
+			  Datum *values, bool all, bool waited)
 {
 	EState	   *estate = state->css.ss.ps.state;
 	int			nkeys = IndexRelationGetNumberOfKeyAttributes(state->index);
@@ -497,10 +603,22 @@ lookup_search(LookupScanState *state, LookupTree *tree, LookupPart *part,
 	}
 	index_endscan(scan);
 	ExecDropSingleTupleTableSlot(slot);
+	if (!found && !waited)
+		lookup_check_storage(state, heap);
 	index_close(index, NoLock);
 	table_close(heap, NoLock);
 	state->searched++;
 	return found;
+}
+
+/* Lock a relation of the tree; true if that had to wait. */
+static bool
+lookup_lock(Oid relid)
+{
+	if (ConditionalLockRelationOid(relid, AccessShareLock))
+		return false;
+	LockRelationOid(relid, AccessShareLock);
+	return true;
 }
 
 /* Ask, at most every LOOKUP_ASK_MS, for the group's filter to be built. */
@@ -624,6 +742,7 @@ lookup_one(LookupScanState *state, Datum *values, bool *isnull)
 	uint64		tags = ~UINT64CONST(0);
 	LookupPart *parts;
 	bool	   *keep;
+	bool	   *waited;
 	int			n;
 	int			ruled_out;
 
@@ -636,8 +755,9 @@ lookup_one(LookupScanState *state, Datum *values, bool *isnull)
 	parts = lookup_candidates(tree, tags, &n);
 	ruled_out = tree->nparts - n;
 
+	waited = palloc0(sizeof(bool) * Max(n, 1));
 	for (int c = 0; c < n; c++)
-		LockRelationOid(parts[c].indexoid, AccessShareLock);
+		waited[c] = lookup_lock(parts[c].indexoid);
 	if (generation != gunique_scope_generation())
 		return false;
 	keep = palloc(sizeof(bool) * Max(n, 1));
@@ -650,8 +770,9 @@ lookup_one(LookupScanState *state, Datum *values, bool *isnull)
 	{
 		if (!keep[c])
 			continue;
-		LockRelationOid(parts[c].heapoid, AccessShareLock);
-		if (lookup_search(state, tree, &parts[c], values, !trust) && trust)
+		waited[c] |= lookup_lock(parts[c].heapoid);
+		if (lookup_search(state, tree, &parts[c], values, !trust, waited[c]) &&
+			trust)
 		{
 			/* the key's only row: the others cannot hold it */
 			for (int r = c + 1; r < n; r++)
@@ -660,6 +781,7 @@ lookup_one(LookupScanState *state, Datum *values, bool *isnull)
 		}
 	}
 	state->ruled_out += ruled_out;
+	pfree(waited);
 	pfree(keep);
 	pfree(parts);
 	return true;
@@ -776,6 +898,7 @@ lookup_begin(CustomScanState *node, EState *estate, int eflags)
 										  ALLOCSET_SMALL_SIZES);
 	state->pos = -1;
 	state->markpos = -1;
+	state->pdir = CreatePartitionDirectory(estate->es_query_cxt, true);
 }
 
 static TupleTableSlot *
@@ -826,6 +949,8 @@ lookup_end(CustomScanState *node)
 {
 	LookupScanState *state = (LookupScanState *) node;
 
+	if (state->pdir != NULL)
+		DestroyPartitionDirectory(state->pdir);
 	if (state->index != NULL)
 		index_close(state->index, NoLock);
 	ExecClearTuple(node->ss.ss_ScanTupleSlot);

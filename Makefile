@@ -22,6 +22,7 @@ OBJS = \
 	src/probe.o \
 	src/probegroup.o \
 	src/probescan.o \
+	src/rebuilds.o \
 	src/scope.o \
 	src/stats.o \
 	src/summary.o \

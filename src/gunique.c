@@ -29,6 +29,7 @@
 #include "onconflict.h"
 #include "persist.h"
 #include "probescan.h"
+#include "rebuilds.h"
 #include "scope.h"
 #include "stats.h"
 #include "summary.h"
@@ -49,6 +50,7 @@ gunique_shmem_request(void)
 		prev_shmem_request_hook();
 	gunique_keylock_shmem_request();
 	gunique_summary_shmem_request();
+	gunique_rebuilds_shmem_request();
 	gunique_persist_shmem_request();	/* before the filters' size */
 	gunique_filter_shmem_request();
 	gunique_stats_shmem_request();
@@ -69,6 +71,7 @@ gunique_shmem_startup(void)
 		prev_shmem_startup_hook();
 	gunique_keylock_shmem_startup();
 	gunique_summary_shmem_startup();
+	gunique_rebuilds_shmem_startup();
 	gunique_filter_shmem_startup();
 	gunique_stats_shmem_startup();
 	gunique_builder_shmem_startup();

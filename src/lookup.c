@@ -66,6 +66,7 @@
 #include "keylock.h"
 #include "keymap.h"
 #include "lookup.h"
+#include "rebuilds.h"
 #include "scope.h"
 #include "summary.h"
 
@@ -140,6 +141,7 @@ typedef struct LookupScanState
 	int			pos;			/* of the row returned last */
 	int			markpos;
 	PartitionDirectory pdir;	/* the partitions a reader sees, per query */
+	List	   *waited;			/* relations whose locks it waited for */
 	/* for EXPLAIN ANALYZE, over every execution */
 	int64		searched;
 	int64		ruled_out;
@@ -611,14 +613,29 @@ lookup_search(LookupScanState *state, LookupTree *tree, LookupPart *part,
 	return found;
 }
 
-/* Lock a relation of the tree; true if that had to wait. */
-static bool
-lookup_lock(Oid relid)
+/*
+ * Lock a relation of the tree, noting in the scan the relations whose
+ * locks it had to wait for, in this execution.
+ */
+static void
+lookup_lock(LookupScanState *state, Oid relid)
 {
+	MemoryContext old;
+
 	if (ConditionalLockRelationOid(relid, AccessShareLock))
-		return false;
+		return;
 	LockRelationOid(relid, AccessShareLock);
-	return true;
+	old = MemoryContextSwitchTo(state->rowcxt);
+	state->waited = lappend_oid(state->waited, relid);
+	MemoryContextSwitchTo(old);
+}
+
+/* Did this execution wait for the lock of the partition or its leaf? */
+static bool
+lookup_waited(LookupScanState *state, LookupPart *part)
+{
+	return list_member_oid(state->waited, part->heapoid) ||
+		list_member_oid(state->waited, part->indexoid);
 }
 
 /* Ask, at most every LOOKUP_ASK_MS, for the group's filter to be built. */
@@ -726,23 +743,30 @@ lookup_candidates(LookupTree *tree, uint64 tags, int *n)
 	return parts;
 }
 
+/* What lookup_one came to. */
+typedef enum LookupOutcome
+{
+	LOOKUP_FOUND,
+	LOOKUP_NOT_FOUND,
+	LOOKUP_AGAIN				/* locking changed the tree: look again */
+} LookupOutcome;
+
 /*
- * Look for one key: rule out what the summaries can, lock the rest (each
- * index before its table, as probes do), then search them.  False if
- * locking processed an invalidation that changed the tree: look again.
+ * Look for one key: with "trust", rule out what the summaries can; lock
+ * the rest (each index before its table, as probes do), then search them.
+ * Without "trust", every partition is searched, and every row kept.
  */
-static bool
-lookup_one(LookupScanState *state, Datum *values, bool *isnull)
+static LookupOutcome
+lookup_one(LookupScanState *state, Datum *values, bool *isnull, bool trust)
 {
 	LookupTree *tree = lookup_tree_get(state);
 	uint64		generation = tree->scope_generation;
-	bool		trust = !IsolationIsSerializable() && !RecoveryInProgress();
 	GuniqueKeyImage image;
 	GuniqueFilterKey fkey;
 	uint64		tags = ~UINT64CONST(0);
 	LookupPart *parts;
 	bool	   *keep;
-	bool	   *waited;
+	bool		found = false;
 	int			n;
 	int			ruled_out;
 
@@ -755,49 +779,69 @@ lookup_one(LookupScanState *state, Datum *values, bool *isnull)
 	parts = lookup_candidates(tree, tags, &n);
 	ruled_out = tree->nparts - n;
 
-	waited = palloc0(sizeof(bool) * Max(n, 1));
 	for (int c = 0; c < n; c++)
-		waited[c] = lookup_lock(parts[c].indexoid);
+		lookup_lock(state, parts[c].indexoid);
 	if (generation != gunique_scope_generation())
-		return false;
+		return LOOKUP_AGAIN;
 	keep = palloc(sizeof(bool) * Max(n, 1));
 	memset(keep, true, sizeof(bool) * n);
 	if (trust)
 		ruled_out += lookup_rule_out(parts, n, keep, &image, &fkey,
 									 gunique_keylock_for(tree->top,
 														 (uint32) (image.hash ^ (image.hash >> 32))));
-	for (int c = 0; c < n; c++)
+	for (int c = 0; c < n && !(found && trust); c++)
 	{
 		if (!keep[c])
 			continue;
-		waited[c] |= lookup_lock(parts[c].heapoid);
-		if (lookup_search(state, tree, &parts[c], values, !trust, waited[c]) &&
-			trust)
-		{
-			/* the key's only row: the others cannot hold it */
+		lookup_lock(state, parts[c].heapoid);
+		found |= lookup_search(state, tree, &parts[c], values, !trust,
+							   lookup_waited(state, &parts[c]));
+		/* past the key's only row, the others cannot hold it */
+		if (found && trust)
 			for (int r = c + 1; r < n; r++)
 				ruled_out += keep[r];
-			break;
-		}
 	}
 	state->ruled_out += ruled_out;
-	pfree(waited);
 	pfree(keep);
 	pfree(parts);
-	return true;
+	return found ? LOOKUP_FOUND : LOOKUP_NOT_FOUND;
 }
 
+/*
+ * Find the key's row.  Summaries are not trusted in a serializable
+ * transaction (predicate locks must be where a btree scan of every
+ * partition would leave them) nor in recovery (WAL replay keeps none).
+ * Nor, for a key not found, if a leaf may have been rebuilt by a
+ * transaction the snapshot does not see (a TRUNCATE that committed since:
+ * rebuilds.c): then the key is looked for again in every partition.
+ */
 static void
 lookup_key(LookupScanState *state, Datum *values, bool *isnull)
 {
 	int			nkeys = IndexRelationGetNumberOfKeyAttributes(state->index);
+	Snapshot	snapshot = state->css.ss.ps.state->es_snapshot;
+	bool		trust = !IsolationIsSerializable() && !RecoveryInProgress() &&
+		IsMVCCSnapshot(snapshot);
 
 	/* "=" is never true of a null, whatever NULLS NOT DISTINCT says */
 	for (int i = 0; i < nkeys; i++)
 		if (isnull[i])
 			return;
-	while (!lookup_one(state, values, isnull))
+	for (;;)
+	{
+		LookupOutcome outcome = lookup_one(state, values, isnull, trust);
+
 		CHECK_FOR_INTERRUPTS();
+		if (outcome == LOOKUP_AGAIN)
+			continue;
+		if (outcome == LOOKUP_NOT_FOUND && trust &&
+			gunique_rebuilds_unseen(snapshot))
+		{
+			trust = false;
+			continue;
+		}
+		break;
+	}
 }
 
 static int
@@ -965,6 +1009,7 @@ lookup_rescan(CustomScanState *node)
 	state->rows = NULL;
 	state->nrows = 0;
 	state->maxrows = 0;
+	state->waited = NIL;
 	state->fetched = false;
 	state->pos = -1;
 	state->markpos = -1;

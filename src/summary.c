@@ -46,6 +46,7 @@
 #include "filter.h"
 #include "keylock.h"
 #include "keymap.h"
+#include "rebuilds.h"
 #include "scope.h"
 #include "summary.h"
 
@@ -508,6 +509,8 @@ gunique_summary_leaf_rebuilt(Relation index)
 
 	if (summaries == NULL)
 		return;
+	/* lookups with older snapshots may need entries the build loses */
+	gunique_rebuilds_note();
 	summary_forget_at_abort(RelationGetRelid(index));
 	gunique_keymap_make(&map, index, CurrentMemoryContext);
 	summary_clear(RelationGetRelid(index), true, map.rangetype);

@@ -1,0 +1,18 @@
+/*-------------------------------------------------------------------------
+ *
+ * rebuilds.h
+ *	  Leaf rebuilds that some snapshot may not see yet (rebuilds.c).
+ *
+ *-------------------------------------------------------------------------
+ */
+#ifndef GUNIQUE_REBUILDS_H
+#define GUNIQUE_REBUILDS_H
+
+#include "utils/snapshot.h"
+
+extern void gunique_rebuilds_shmem_request(void);
+extern void gunique_rebuilds_shmem_startup(void);
+extern void gunique_rebuilds_note(void);
+extern bool gunique_rebuilds_unseen(Snapshot snapshot);
+
+#endif							/* GUNIQUE_REBUILDS_H */

@@ -687,10 +687,12 @@ lookup_group_tags(LookupScanState *state, LookupTree *tree,
 }
 
 /*
- * Which of the parts, their indexes locked, can their summaries rule out?
- * Ranges and filters are read under one key lock, as in lookup_group_tags;
- * the leaves' locks keep their btrees from being rebuilt meanwhile.
- * Clears keep[c] for each part ruled out; returns how many.
+ * Which of the parts can their summaries rule out?  Ranges and filters are
+ * read under one key lock, as in lookup_group_tags, and without the
+ * leaves' locks: a summary holds every key of its leaf as the leaf is,
+ * whatever rebuild is under way, and a leaf loses entries the snapshot
+ * sees only by a rebuild that lookup_key looks for (src/README,
+ * "Lookups").  Clears keep[c] for each part ruled out; returns how many.
  */
 static int
 lookup_rule_out(LookupPart *parts, int n, bool *keep, GuniqueKeyImage *image,
@@ -700,12 +702,7 @@ lookup_rule_out(LookupPart *parts, int n, bool *keep, GuniqueKeyImage *image,
 	int			ruled_out = 0;
 
 	for (int c = 0; c < n; c++)
-	{
-		Relation	index = index_open(parts[c].indexoid, NoLock);
-
-		summaries[c] = gunique_summary_for(index);
-		index_close(index, NoLock);
-	}
+		summaries[c] = gunique_summary_find(parts[c].indexoid);
 	LWLockAcquire(lock, LW_SHARED);
 	for (int c = 0; c < n; c++)
 	{
@@ -753,8 +750,9 @@ typedef enum LookupOutcome
 
 /*
  * Look for one key: with "trust", rule out what the summaries can; lock
- * the rest (each index before its table, as probes do), then search them.
- * Without "trust", every partition is searched, and every row kept.
+ * the rest (each index before its table, as probes do), then search them
+ * until the row is found.  Without "trust", every partition is searched,
+ * and every row kept.
  */
 static LookupOutcome
 lookup_one(LookupScanState *state, Datum *values, bool *isnull, bool trust)
@@ -778,22 +776,28 @@ lookup_one(LookupScanState *state, Datum *values, bool *isnull, bool trust)
 		tags = lookup_group_tags(state, tree, &image, &fkey);
 	parts = lookup_candidates(tree, tags, &n);
 	ruled_out = tree->nparts - n;
-
-	for (int c = 0; c < n; c++)
-		lookup_lock(state, parts[c].indexoid);
-	if (generation != gunique_scope_generation())
-		return LOOKUP_AGAIN;
 	keep = palloc(sizeof(bool) * Max(n, 1));
 	memset(keep, true, sizeof(bool) * n);
 	if (trust)
 		ruled_out += lookup_rule_out(parts, n, keep, &image, &fkey,
 									 gunique_keylock_for(tree->top,
 														 (uint32) (image.hash ^ (image.hash >> 32))));
+	for (int c = 0; c < n; c++)
+		if (keep[c])
+		{
+			lookup_lock(state, parts[c].indexoid);
+			lookup_lock(state, parts[c].heapoid);
+		}
+	if (generation != gunique_scope_generation())
+	{
+		pfree(keep);
+		pfree(parts);
+		return LOOKUP_AGAIN;
+	}
 	for (int c = 0; c < n && !(found && trust); c++)
 	{
 		if (!keep[c])
 			continue;
-		lookup_lock(state, parts[c].heapoid);
 		found |= lookup_search(state, tree, &parts[c], values, !trust,
 							   lookup_waited(state, &parts[c]));
 		/* past the key's only row, the others cannot hold it */

@@ -342,6 +342,30 @@ gunique_summary_for(Relation index)
 	return summary;
 }
 
+/*
+ * The summary of a leaf index, by OID, without making one: for a reader
+ * that holds no lock on the leaf (lookup.c), NULL if there is none.  A
+ * leaf's entry is reset by the leaf's build, so it is never a dropped
+ * index's that had the OID.
+ */
+GuniqueSummary *
+gunique_summary_find(Oid indexoid)
+{
+	SummaryTag	tag = {MyDatabaseId, indexoid};
+	SummaryMemo *memo;
+	GuniqueSummary *summary;
+
+	if (summaries == NULL)
+		return NULL;
+	if (memos != NULL &&
+		(memo = hash_search(memos, &indexoid, HASH_FIND, NULL)) != NULL)
+		return memo->summary;
+	LWLockAcquire(summaries_lock, LW_SHARED);
+	summary = hash_search(summaries, &tag, HASH_FIND, NULL);
+	LWLockRelease(summaries_lock);
+	return summary;
+}
+
 /* Widen the range to cover the key; true if it did not already. */
 static bool
 summary_widen(GuniqueSummary *summary, uint64 key)

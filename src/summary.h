@@ -92,6 +92,7 @@ extern void gunique_summary_shmem_startup(void);
 extern void gunique_summary_init(void);
 
 extern GuniqueSummary *gunique_summary_for(Relation index);
+extern GuniqueSummary *gunique_summary_find(Oid indexoid);
 extern void gunique_summary_prepare(GuniqueSummary *summary, Relation heap,
 									Relation index);
 extern uint64 gunique_summary_keys_estimate(Relation index);

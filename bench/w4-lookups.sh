@@ -13,11 +13,12 @@
 # trigger and sidetable are not run: their lookups are local's (a btree
 # per partition) or a side-table probe plus local's.
 #
-# Be aware: gunique, like local, keeps one btree per partition, so a lookup
-# by aid alone visits every partition's btree (200 index probes, and the
-# locks of 200 partitions and 200 indexes per statement with a generic plan).
-# Only "single" does one probe.  What gunique adds over local here is the
-# guarantee, not speed.
+# local keeps one btree per partition, so a lookup by aid alone visits every
+# partition's btree (200 index probes, and the locks of 200 partitions and
+# 200 indexes per statement with a generic plan).  gunique's SELECT takes
+# its lookup path (src/lookup.c): the partitions its filters cannot rule
+# out, one btree probe for a key that exists.  Its UPDATE goes through
+# every partition, as local's does.  "single" does one probe.
 #
 # Modes (-M prepared, W4_CLIENTS clients, W4_SECS seconds each):
 #   select-only    SELECT abalance FROM w4 WHERE aid = :aid

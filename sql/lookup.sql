@@ -58,6 +58,10 @@ SELECT note FROM ev WHERE id = 600::int;
 -- does not
 SELECT lookup_counts('SELECT * FROM ev WHERE id = 300');
 SELECT lookup_counts('SELECT * FROM ev WHERE id = 301');
+-- MIN and MAX over the key (which PostgreSQL may plan from a copy of the
+-- query, as an ordered scan): not through the path, and right
+SELECT max(id), min(id) FROM ev WHERE id = 15;
+SELECT max(note) FROM ev WHERE id = 15 AND note = 'n5';
 -- other clauses filter the row found
 SELECT * FROM ev WHERE id = 300 AND note = 'n100';
 SELECT * FROM ev WHERE id = 300 AND note = 'other';
@@ -154,6 +158,17 @@ EXPLAIN (COSTS OFF) SELECT region FROM acc WHERE tenant = 2 AND email = 'Ann@x';
 SELECT region FROM acc WHERE tenant = 2 AND email = 'Ann@x';
 EXPLAIN (COSTS OFF) SELECT tenant FROM acc WHERE lower(email) = 'bob@x' AND active;
 SELECT tenant FROM acc WHERE lower(email) = 'bob@x' AND active;
+
+-- A value cast to the key's type may lose (text to name truncates to 63
+-- bytes): the clause itself is checked again on the row found.
+CREATE TABLE nm (part int, n name) PARTITION BY LIST (part);
+CREATE TABLE nm_1 PARTITION OF nm FOR VALUES IN (1);
+CREATE TABLE nm_2 PARTITION OF nm FOR VALUES IN (2);
+INSERT INTO nm VALUES (1, repeat('a', 63));
+CREATE UNIQUE INDEX nm_n ON nm USING gunique (n);
+EXPLAIN (COSTS OFF) SELECT * FROM nm WHERE n = repeat('a', 70)::text;
+SELECT count(*) FROM nm WHERE n = repeat('a', 70)::text;
+SELECT count(*) FROM nm WHERE n = repeat('a', 63)::text;
 
 -- Forms that must not use the path.
 SET enable_seqscan = off;

@@ -37,6 +37,7 @@
 #include "access/relation.h"
 #include "access/table.h"
 #include "access/xact.h"
+#include "access/xlog.h"
 #include "catalog/index.h"
 #include "catalog/partition.h"
 #include "catalog/pg_class.h"
@@ -651,6 +652,12 @@ gunique_build_filters(PG_FUNCTION_ARGS)
 	int			built = 0;
 
 	gunique_require_gunique_index(indexoid);
+	if (RecoveryInProgress())
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("cannot build gunique key filters during recovery"),
+				 errdetail("WAL replay changes the leaves without adding their keys to filters, so filters built on a standby would miss keys replayed after them, and probes would trust them after a promotion."),
+				 errhint("Build them on the primary, or after the promotion.")));
 	topindex = gunique_tree_top(indexoid);
 	toptable = IndexGetRelation(topindex, false);
 	if (!gunique_relation_owned(toptable))

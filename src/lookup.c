@@ -47,6 +47,7 @@
 #include "utils/array.h"
 #include "utils/builtins.h"
 #include "utils/hsearch.h"
+#include "utils/inval.h"
 #include "utils/lsyscache.h"
 #include "utils/memutils.h"
 #include "utils/rel.h"
@@ -370,6 +371,8 @@ lookup_tree_make(LookupTree *tree, GuniqueScope *scope,
 	ListCell   *lc;
 	int			i = 0;
 
+	/* not current until made whole: an error on the way leaves it stale */
+	tree->scope_generation = 0;
 	if (tree->cxt != NULL)
 		MemoryContextDelete(tree->cxt);
 	tree->cxt = NULL;
@@ -434,7 +437,10 @@ lookup_tree_get(LookupScanState *state)
 		uint64		generation;
 
 		if (!found)
+		{
 			tree->cxt = NULL;
+			tree->scope_generation = 0;
+		}
 
 		/*
 		 * The table read may be a partition of the tree's top table: the
@@ -501,8 +507,10 @@ lookup_keep(LookupScanState *state, TupleTableSlot *found, Relation heap)
 /*
  * Was the partition's storage replaced (TRUNCATE; also VACUUM FULL and
  * CLUSTER, which keep the rows) by a transaction that the snapshot does
- * not see?  Only then is its row of pg_class newer than the snapshot, and
- * the row the snapshot sees names another relfilenode.
+ * not see, or by this one after the snapshot?  Only then is its row of
+ * pg_class newer than the snapshot, and the row the snapshot sees names
+ * another relfilenode.  A partition the snapshot does not see at all (made
+ * since) has no row it sees.
  */
 static bool
 lookup_storage_replaced(Relation heap, Snapshot snapshot)
@@ -521,8 +529,8 @@ lookup_storage_replaced(Relation heap, Snapshot snapshot)
 	xmin = HeapTupleHeaderGetXmin(tuple->t_data);
 	ReleaseSysCache(tuple);
 	if (!TransactionIdIsNormal(xmin) ||
-		TransactionIdIsCurrentTransactionId(xmin) ||
-		!XidInMVCCSnapshot(xmin, snapshot))
+		(!TransactionIdIsCurrentTransactionId(xmin) &&
+		 !XidInMVCCSnapshot(xmin, snapshot)))
 		return false;
 	pg_class = table_open(RelationRelationId, AccessShareLock);
 	ScanKeyInit(&key, Anum_pg_class_oid, BTEqualStrategyNumber, F_OIDEQ,
@@ -530,7 +538,7 @@ lookup_storage_replaced(Relation heap, Snapshot snapshot)
 	scan = systable_beginscan(pg_class, ClassOidIndexId, true, snapshot, 1,
 							  &key);
 	seen = systable_getnext(scan);
-	replaced = !HeapTupleIsValid(seen) ||
+	replaced = HeapTupleIsValid(seen) &&
 		((Form_pg_class) GETSTRUCT(seen))->relfilenode !=
 		heap->rd_rel->relfilenode;
 	systable_endscan(scan);
@@ -539,8 +547,9 @@ lookup_storage_replaced(Relation heap, Snapshot snapshot)
 }
 
 /*
- * A partition searched in vain, its locks had without waiting: had its
- * rows been truncated after the query's snapshot was taken?  A scan of
+ * A key found nowhere, and a partition searched for it, its locks had
+ * without waiting: had its rows been truncated after the query's snapshot
+ * was taken?  A scan of
  * every partition locks them all before the snapshot is taken, so that a
  * TRUNCATE waits for the query; a lookup locks a partition only when it
  * reads it, and a TRUNCATE committed in between would make the row the
@@ -552,19 +561,25 @@ lookup_storage_replaced(Relation heap, Snapshot snapshot)
  * waited for that lock before taking its snapshot.
  */
 static void
-lookup_check_storage(LookupScanState *state, Relation heap)
+lookup_check_storage(LookupScanState *state, Oid heapoid)
 {
 	Snapshot	snapshot = state->css.ss.ps.state->es_snapshot;
+	Relation	heap;
+	bool		replaced;
 
-	if (!IsMVCCSnapshot(snapshot) || !lookup_storage_replaced(heap, snapshot))
+	if (!IsMVCCSnapshot(snapshot))
 		return;
-	ereport(ERROR,
-			(errcode(ERRCODE_T_R_SERIALIZATION_FAILURE),
-			 errmsg("could not serialize access due to concurrent truncation of partition \"%s\"",
-					RelationGetRelationName(heap)),
-			 errdetail("The partition was truncated or rewritten after the query's snapshot was taken, before the lookup by gunique index \"%s\" read it.",
-					   RelationGetRelationName(state->index)),
-			 errhint("Retry the transaction.")));
+	heap = table_open(heapoid, NoLock);
+	replaced = lookup_storage_replaced(heap, snapshot);
+	if (replaced)
+		ereport(ERROR,
+				(errcode(ERRCODE_T_R_SERIALIZATION_FAILURE),
+				 errmsg("could not serialize access due to a concurrent rewrite of partition \"%s\"",
+						RelationGetRelationName(heap)),
+				 errdetail("The partition was truncated or rewritten after the query's snapshot was taken, before the lookup by gunique index \"%s\" read it.",
+						   RelationGetRelationName(state->index)),
+				 errhint("Retry the transaction.")));
+	table_close(heap, NoLock);
 }
 
 /*
@@ -576,7 +591,7 @@ lookup_check_storage(LookupScanState *state, Relation heap)
  */
 static bool
 lookup_search(LookupScanState *state, LookupTree *tree, LookupPart *part,
-			  Datum *values, bool all, bool waited)
+			  Datum *values, bool all)
 {
 	EState	   *estate = state->css.ss.ps.state;
 	int			nkeys = IndexRelationGetNumberOfKeyAttributes(state->index);
@@ -605,8 +620,6 @@ lookup_search(LookupScanState *state, LookupTree *tree, LookupPart *part,
 	}
 	index_endscan(scan);
 	ExecDropSingleTupleTableSlot(slot);
-	if (!found && !waited)
-		lookup_check_storage(state, heap);
 	index_close(index, NoLock);
 	table_close(heap, NoLock);
 	state->searched++;
@@ -785,8 +798,9 @@ lookup_one(LookupScanState *state, Datum *values, bool *isnull, bool trust)
 	for (int c = 0; c < n; c++)
 		if (keep[c])
 		{
-			lookup_lock(state, parts[c].indexoid);
+			/* as PostgreSQL's scans and TRUNCATE do: table, then index */
 			lookup_lock(state, parts[c].heapoid);
+			lookup_lock(state, parts[c].indexoid);
 		}
 	if (generation != gunique_scope_generation())
 	{
@@ -798,14 +812,17 @@ lookup_one(LookupScanState *state, Datum *values, bool *isnull, bool trust)
 	{
 		if (!keep[c])
 			continue;
-		found |= lookup_search(state, tree, &parts[c], values, !trust,
-							   lookup_waited(state, &parts[c]));
+		found |= lookup_search(state, tree, &parts[c], values, !trust);
 		/* past the key's only row, the others cannot hold it */
 		if (found && trust)
 			for (int r = c + 1; r < n; r++)
 				ruled_out += keep[r];
 	}
 	state->ruled_out += ruled_out;
+	/* uniqueness: only a key found nowhere can have lost its row */
+	for (int c = 0; c < n && !found; c++)
+		if (keep[c] && !lookup_waited(state, &parts[c]))
+			lookup_check_storage(state, parts[c].heapoid);
 	pfree(keep);
 	pfree(parts);
 	return found ? LOOKUP_FOUND : LOOKUP_NOT_FOUND;
@@ -871,7 +888,6 @@ lookup_array(LookupScanState *state, Datum array)
 	bool	   *nulls;
 	int			n;
 	int			kept = 0;
-	FmgrInfo	cmp = tree->cmp;
 	LookupTree	sorter;
 
 	get_typlenbyvalalign(ARR_ELEMTYPE(arr), &typlen, &typbyval, &typalign);
@@ -880,7 +896,8 @@ lookup_array(LookupScanState *state, Datum array)
 	for (int i = 0; i < n; i++)
 		if (!nulls[i])
 			elems[kept++] = elems[i];
-	sorter.cmp = cmp;
+	/* the tree may be made again while the keys are looked up */
+	fmgr_info_copy(&sorter.cmp, &tree->cmp, CurrentMemoryContext);
 	sorter.collation[0] = tree->collation[0];
 	qsort_arg(elems, kept, sizeof(Datum), lookup_datum_cmp, &sorter);
 	for (int i = 0; i < kept; i++)
@@ -907,6 +924,13 @@ lookup_fetch(LookupScanState *state)
 	ListCell   *lc;
 	MemoryContext old;
 
+	/*
+	 * A cached plan runs without taking a new lock, and so without
+	 * processing invalidations; the scope it reads must be current as of
+	 * the snapshot, taken before (a REINDEX CONCURRENTLY's swap committed
+	 * since the transaction's last lock is seen here, not later).
+	 */
+	AcceptInvalidationMessages();
 	ResetExprContext(econtext);
 	old = MemoryContextSwitchTo(econtext->ecxt_per_tuple_memory);
 	foreach(lc, state->key_exprs)

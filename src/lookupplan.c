@@ -78,6 +78,10 @@ typedef struct LookupBinding
 	Expr	   *values[INDEX_MAX_KEYS];
 	Oid			opnos[INDEX_MAX_KEYS];
 	Node	   *clauses[INDEX_MAX_KEYS];	/* the clause that binds each */
+	bool		cast[INDEX_MAX_KEYS];	/* its value was cast to the key's
+										 * type, which may lose (text to
+										 * name truncates): the clause is
+										 * checked again on the row */
 } LookupBinding;
 
 /* A table the planner hook took out of expansion. */
@@ -86,13 +90,20 @@ typedef struct LookupMark
 	Index		rti;
 	Oid			indexoid;
 	bool		planned;		/* the path hook gave it the lookup path */
+	bool		failed;			/* a root of the planning could not */
 } LookupMark;
 
-/* One planning under way with marks; planning nests (SPI in functions). */
+/*
+ * One planner call under way; calls nest (SPI in functions that planning
+ * evaluates), so every call has one, with or without marks.  The call's
+ * roots share its PlannerGlobal; the marked tables are the query's, at
+ * query level 1 (PostgreSQL 16 and later may replace the root's Query by
+ * a copy, with the same range table indexes).
+ */
 typedef struct LookupPlanning
 {
-	Query	   *parse;
 	List	   *marks;
+	PlannerGlobal *glob;		/* its roots', once one is seen */
 	struct LookupPlanning *outer;
 } LookupPlanning;
 
@@ -178,7 +189,7 @@ lookup_value_fixed(Node *value)
  */
 static bool
 lookup_operator_fits(Oid opno, Oid inputcollid, LookupKey *key, int col,
-					 Node **value, Oid valtype)
+					 Node **value, Oid valtype, bool *cast_needed)
 {
 	int			strategy;
 	Oid			lefttype;
@@ -194,8 +205,10 @@ lookup_operator_fits(Oid opno, Oid inputcollid, LookupKey *key, int col,
 		return false;
 	if (OidIsValid(key->collation[col]) && inputcollid != key->collation[col])
 		return false;
+	*cast_needed = false;
 	if (righttype == key->opcintype[col])
 		return true;
+	*cast_needed = true;
 	cast = coerce_to_target_type(NULL, *value, valtype, key->opcintype[col],
 								 -1, COERCION_IMPLICIT, COERCE_IMPLICIT_CAST,
 								 -1);
@@ -237,7 +250,7 @@ lookup_clause_binds(Node *clause, LookupKey *key, Index rti, int col,
 		}
 		if (!lookup_value_fixed(right) ||
 			!lookup_operator_fits(opno, op->inputcollid, key, col, &right,
-								  exprType(right)))
+								  exprType(right), &binding->cast[col]))
 			return false;
 		binding->array = false;
 	}
@@ -252,7 +265,7 @@ lookup_clause_binds(Node *clause, LookupKey *key, Index rti, int col,
 			!lookup_value_fixed(right) ||
 			get_element_type(exprType(right)) != key->opcintype[col] ||
 			!lookup_operator_fits(opno, saop->inputcollid, key, col, &right,
-								  key->opcintype[col]))
+								  key->opcintype[col], &binding->cast[col]))
 			return false;
 		binding->array = true;
 	}
@@ -500,6 +513,15 @@ lookup_mark_query(Query *parse)
 		parse->rowMarks != NIL || parse->hasModifyingCTE ||
 		parse->jointree == NULL || parse->jointree->quals == NULL)
 		return NIL;
+
+	/*
+	 * Aggregates of a query of one table and no GROUP BY may be planned as
+	 * MIN or MAX over an ordered scan (planagg.c), from a copy of the query
+	 * at another query level, which the path hook does not recognize.
+	 */
+	if (parse->hasAggs && parse->groupClause == NIL &&
+		list_length(parse->jointree->fromlist) == 1)
+		return NIL;
 	clauses = lookup_flatten_and(parse->jointree->quals, NIL);
 	foreach(lc, parse->rtable)
 	{
@@ -549,33 +571,29 @@ lookup_call_planner(Query *parse, const char *query_string,
 
 /*
  * Take the tables the lookup path can read out of inheritance expansion,
- * then plan.  A table the path hook did not give the lookup path (its
- * clauses, as the planner rewrote them, do not bind the key, or the
- * planner never asked for its paths) would be read as an empty ONLY
- * table: then plan the query again, untouched, from a copy.
+ * then plan.  A table that some root of the planning could not give the
+ * lookup path (its clauses, as the planner rewrote them, do not bind the
+ * key), or whose paths the planner never asked for, would be read as an
+ * empty ONLY table: then plan the query again, untouched, from a copy.
  */
 static PlannedStmt *
 lookup_planner(Query *parse, const char *query_string, int cursorOptions,
 			   ParamListInfo boundParams)
 {
 	LookupPlanning this;
-	Query	   *copy;
+	Query	   *copy = NULL;
 	PlannedStmt *result;
 	bool		complete = true;
 	ListCell   *lc;
 
-	if (!gunique_enable_lookup)
-		return lookup_call_planner(parse, query_string, cursorOptions,
-								   boundParams);
-	this.marks = lookup_mark_query(parse);
-	if (this.marks == NIL)
-		return lookup_call_planner(parse, query_string, cursorOptions,
-								   boundParams);
-
-	copy = copyObject(parse);
-	foreach(lc, this.marks)
-		rt_fetch(((LookupMark *) lfirst(lc))->rti, parse->rtable)->inh = false;
-	this.parse = parse;
+	this.marks = gunique_enable_lookup ? lookup_mark_query(parse) : NIL;
+	this.glob = NULL;
+	if (this.marks != NIL)
+	{
+		copy = copyObject(parse);
+		foreach(lc, this.marks)
+			rt_fetch(((LookupMark *) lfirst(lc))->rti, parse->rtable)->inh = false;
+	}
 	this.outer = planning;
 	planning = &this;
 	PG_TRY();
@@ -590,7 +608,11 @@ lookup_planner(Query *parse, const char *query_string, int cursorOptions,
 	PG_END_TRY();
 
 	foreach(lc, this.marks)
-		complete &= ((LookupMark *) lfirst(lc))->planned;
+	{
+		LookupMark *mark = (LookupMark *) lfirst(lc);
+
+		complete &= mark->planned && !mark->failed;
+	}
 	if (!complete)
 		result = lookup_call_planner(copy, query_string, cursorOptions,
 									 boundParams);
@@ -655,7 +677,8 @@ lookup_add_path(PlannerInfo *root, RelOptInfo *rel, RangeTblEntry *rte,
 	for (int i = 0; i < (binding.array ? 1 : key.nkeys); i++)
 	{
 		values = lappend(values, binding.values[i]);
-		bound_clauses = lappend(bound_clauses, binding.clauses[i]);
+		if (!binding.cast[i])
+			bound_clauses = lappend(bound_clauses, binding.clauses[i]);
 	}
 
 	path = makeNode(CustomPath);
@@ -690,7 +713,11 @@ lookup_set_rel_pathlist(PlannerInfo *root, RelOptInfo *rel, Index rti,
 
 	if (prev_set_rel_pathlist_hook)
 		prev_set_rel_pathlist_hook(root, rel, rti, rte);
-	if (planning == NULL || root->parse != planning->parse ||
+	if (planning == NULL || planning->marks == NIL)
+		return;
+	if (planning->glob == NULL)
+		planning->glob = root->glob;
+	if (root->glob != planning->glob || root->query_level != 1 ||
 		rel->reloptkind != RELOPT_BASEREL ||
 		rte->rtekind != RTE_RELATION || rte->inh ||
 		rte->relkind != RELKIND_PARTITIONED_TABLE)
@@ -699,15 +726,20 @@ lookup_set_rel_pathlist(PlannerInfo *root, RelOptInfo *rel, Index rti,
 	{
 		LookupMark *mark = (LookupMark *) lfirst(lc);
 
-		if (mark->rti == rti && !mark->planned)
-			mark->planned = lookup_add_path(root, rel, rte, mark);
+		if (mark->rti != rti)
+			continue;
+		if (lookup_add_path(root, rel, rte, mark))
+			mark->planned = true;
+		else
+			mark->failed = true;
 	}
 }
 
 /*
- * The plan: every clause but those that bind the key is a qual (the btree
- * search applies those, with the same operators), and the plan depends on
- * the index, so that its drop or any change to it plans the query again.
+ * The plan: every clause but those that bind the key without a cast is a
+ * qual (the btree search applies those, with the same operators), and the
+ * plan depends on the index, so that its drop or any change to it plans
+ * the query again.
  */
 static Plan *
 lookup_plan_path(PlannerInfo *root, RelOptInfo *rel, CustomPath *best_path,

@@ -204,6 +204,9 @@ like($standby->safe_psql('postgres',
 		'EXPLAIN (ANALYZE, COSTS OFF, TIMING OFF, SUMMARY OFF) SELECT b FROM t WHERE b = 42'),
 	qr/Partitions Searched: $nleaves\n.*Partitions Ruled Out: 0/,
 	'standby: the lookup searches every partition');
+($ret, $out, $err) = $standby->psql('postgres', q{SELECT gunique_build_filters('t_b', true)});
+like($err, qr/cannot build gunique key filters during recovery/,
+	'standby: filters are not built from leaves that WAL replay changes');
 is($standby->safe_psql('postgres', 'SELECT lookups_found()'),
 	$primary->safe_psql('postgres', 'SELECT count(*) FROM t'),
 	'standby: the lookup path finds every row in its partition');

@@ -289,11 +289,11 @@ lookup_tree_parts(LookupTree *tree, GuniqueScope *scope, List *leaves,
 		if (leaf == NULL)
 			ereport(ERROR,
 					(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
-					 errmsg("partition \"%s\" has no partition of gunique index \"%s\"",
+					 errmsg("partition \"%s\" has no leaf of gunique index \"%s\"",
 							get_rel_name(probe.heapoid),
 							RelationGetRelationName(index)),
 					 errdetail("A lookup by the index's key must read every partition that can hold the key."),
-					 errhint("Set gunique.enable_lookup to off to read the table without the index.")));
+					 errhint("Check the index with gunique_verify(), and run the query again.")));
 		tree->parts[i].heapoid = leaf->heapoid;
 		tree->parts[i].indexoid = leaf->indexoid;
 		if (i == 0 || leaf->group != tree->group)

@@ -691,7 +691,7 @@ lookup_add_path(PlannerInfo *root, RelOptInfo *rel, RangeTblEntry *rte,
 	path->path.parallel_workers = 0;
 	path->path.pathkeys = NIL;
 	path->flags = CUSTOMPATH_SUPPORT_BACKWARD_SCAN |
-		CUSTOMPATH_SUPPORT_MARK_RESTORE;
+		CUSTOMPATH_SUPPORT_MARK_RESTORE | CUSTOMPATH_SUPPORT_PROJECTION;
 	path->custom_paths = NIL;
 	path->custom_private = list_make3(list_make2_oid(mark->indexoid,
 													 binding.array ? 1 : 0),
@@ -779,8 +779,8 @@ void
 gunique_lookup_plan_init(void)
 {
 	DefineCustomBoolVariable("gunique.enable_lookup",
-							 "Lets the planner read a partitioned table by a gunique key through the partitions that can hold it.",
-							 "Off, such a query reads every partition the partition key does not rule out, as PostgreSQL plans it.",
+							 "Enables the planner's use of lookups by a gunique key.",
+							 "A lookup reads a partitioned table by the key of a gunique index through the partitions that can hold the key. Off, such a query reads every partition the partition key does not rule out, as PostgreSQL plans it; plans already made keep their lookups.",
 							 &gunique_enable_lookup,
 							 true,
 							 PGC_USERSET, 0,

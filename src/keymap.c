@@ -236,6 +236,26 @@ gunique_keymap_hashable_type(Oid typid)
 }
 
 /*
+ * The equality operator of key column i of the index: its operator
+ * family's, for the column's own type.  Every gunique operator family has
+ * one (they mirror btree's), so its absence is an internal error.
+ */
+Oid
+gunique_key_equality(Relation index, int i)
+{
+	Oid			eqop = get_opfamily_member(index->rd_opfamily[i],
+										   index->rd_opcintype[i],
+										   index->rd_opcintype[i],
+										   BTEqualStrategyNumber);
+
+	if (!OidIsValid(eqop))
+		elog(ERROR, "missing operator %d(%u,%u) in opfamily %u",
+			 BTEqualStrategyNumber, index->rd_opcintype[i],
+			 index->rd_opcintype[i], index->rd_opfamily[i]);
+	return eqop;
+}
+
+/*
  * Work out how the index's keys are mapped, with the hash functions'
  * lookup data in "cxt".  Reads the catalogs: not under a key lock.
  */

@@ -46,6 +46,7 @@ typedef struct GuniqueKeyImage
 } GuniqueKeyImage;
 
 extern bool gunique_keymap_hashable_type(Oid typid);
+extern Oid	gunique_key_equality(Relation index, int i);
 extern void gunique_keymap_make(GuniqueKeyMap *map, Relation index,
 								MemoryContext cxt);
 extern void gunique_keymap_image(GuniqueKeyImage *image, GuniqueKeyMap *map,

@@ -339,15 +339,8 @@ lookup_tree_key(LookupTree *tree, Relation index)
 	gunique_keymap_make(&tree->map, index, tree->cxt);
 	for (int i = 0; i < nkeys; i++)
 	{
-		Oid			eqop = get_opfamily_member(index->rd_opfamily[i],
-											   index->rd_opcintype[i],
-											   index->rd_opcintype[i],
-											   BTEqualStrategyNumber);
+		Oid			eqop = gunique_key_equality(index, i);
 
-		if (!OidIsValid(eqop))
-			elog(ERROR, "missing operator %d(%u,%u) in opfamily %u",
-				 BTEqualStrategyNumber, index->rd_opcintype[i],
-				 index->rd_opcintype[i], index->rd_opfamily[i]);
 		tree->opcintype[i] = index->rd_opcintype[i];
 		tree->collation[i] = index->rd_indcollation[i];
 		tree->eqproc[i] = get_opcode(eqop);
@@ -865,12 +858,19 @@ lookup_key(LookupScanState *state, Datum *values, bool *isnull)
 	}
 }
 
+/* The order of an array's keys, the key's. */
+typedef struct LookupSort
+{
+	FmgrInfo	cmp;
+	Oid			collation;
+} LookupSort;
+
 static int
 lookup_datum_cmp(const void *a, const void *b, void *arg)
 {
-	LookupTree *tree = (LookupTree *) arg;
+	LookupSort *sort = (LookupSort *) arg;
 
-	return DatumGetInt32(FunctionCall2Coll(&tree->cmp, tree->collation[0],
+	return DatumGetInt32(FunctionCall2Coll(&sort->cmp, sort->collation,
 										   *(const Datum *) a,
 										   *(const Datum *) b));
 }
@@ -888,7 +888,7 @@ lookup_array(LookupScanState *state, Datum array)
 	bool	   *nulls;
 	int			n;
 	int			kept = 0;
-	LookupTree	sorter;
+	LookupSort	sorter;
 
 	get_typlenbyvalalign(ARR_ELEMTYPE(arr), &typlen, &typbyval, &typalign);
 	deconstruct_array(arr, ARR_ELEMTYPE(arr), typlen, typbyval, typalign,
@@ -898,7 +898,7 @@ lookup_array(LookupScanState *state, Datum array)
 			elems[kept++] = elems[i];
 	/* the tree may be made again while the keys are looked up */
 	fmgr_info_copy(&sorter.cmp, &tree->cmp, CurrentMemoryContext);
-	sorter.collation[0] = tree->collation[0];
+	sorter.collation = tree->collation[0];
 	qsort_arg(elems, kept, sizeof(Datum), lookup_datum_cmp, &sorter);
 	for (int i = 0; i < kept; i++)
 	{

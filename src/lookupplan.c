@@ -76,7 +76,6 @@ typedef struct LookupBinding
 {
 	bool		array;
 	Expr	   *values[INDEX_MAX_KEYS];
-	Oid			opnos[INDEX_MAX_KEYS];
 	Node	   *clauses[INDEX_MAX_KEYS];	/* the clause that binds each */
 	bool		cast[INDEX_MAX_KEYS];	/* its value was cast to the key's
 										 * type, which may lose (text to
@@ -274,7 +273,6 @@ lookup_clause_binds(Node *clause, LookupKey *key, Index rti, int col,
 	if (need_leakproof && !get_func_leakproof(get_opcode(opno)))
 		return false;
 	binding->values[col] = (Expr *) right;
-	binding->opnos[col] = opno;
 	binding->clauses[col] = clause;
 	return true;
 }

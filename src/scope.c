@@ -586,14 +586,7 @@ scope_fill_key(GuniqueScope *scope, Relation index, MemoryContext cxt)
 		RegProcedure lhs_hash;
 		RegProcedure rhs_hash;
 
-		eqop = get_opfamily_member(index->rd_opfamily[i],
-								   index->rd_opcintype[i],
-								   index->rd_opcintype[i],
-								   BTEqualStrategyNumber);
-		if (!OidIsValid(eqop))
-			elog(ERROR, "missing operator %d(%u,%u) in opfamily %u",
-				 BTEqualStrategyNumber, index->rd_opcintype[i],
-				 index->rd_opcintype[i], index->rd_opfamily[i]);
+		eqop = gunique_key_equality(index, i);
 		scope->collation[i] = index->rd_indcollation[i];
 
 		/*
@@ -817,6 +810,20 @@ scope_lock(GuniqueScope *scope, GuniqueScopeLock lock, bool nowait,
 }
 
 /*
+ * Has the transaction locked what "lock" asks for of the scope's tree, or
+ * does it now?  False if locking flushed the cache: look the scope up again.
+ */
+static bool
+scope_locked(GuniqueScope *scope, GuniqueScopeLock lock)
+{
+	uint64		locked = lock == GUNIQUE_LOCK_ALL ? scope->locked_generation :
+		scope->inner_locked_generation;
+
+	return lock == GUNIQUE_LOCK_NONE || locked == lock_generation ||
+		scope_lock(scope, lock, false, NULL);
+}
+
+/*
  * The cached tree of leaf index "index"; *place receives where the leaf
  * sits in it.  Locks (AccessShareLock, held to the end of the transaction)
  * what "lock" asks for first: GUNIQUE_LOCK_ALL every relation of the tree,
@@ -838,7 +845,6 @@ gunique_scope_for_leaf(Relation index, GuniqueLeafPlace *place,
 	{
 		LeafEntry  *entry = NULL;
 		GuniqueScope *scope;
-		uint64		locked;
 
 		if (leaf_map != NULL)
 			entry = hash_search(leaf_map, &leafoid, HASH_FIND, NULL);
@@ -874,10 +880,7 @@ gunique_scope_for_leaf(Relation index, GuniqueLeafPlace *place,
 		Assert(place->first + place->self < scope->nleaves &&
 			   scope->leaves[place->first + place->self].indexoid == leafoid);
 
-		locked = lock == GUNIQUE_LOCK_ALL ? scope->locked_generation :
-			scope->inner_locked_generation;
-		if (lock == GUNIQUE_LOCK_NONE || locked == lock_generation ||
-			scope_lock(scope, lock, false, NULL))
+		if (scope_locked(scope, lock))
 			return scope;
 	}
 }
@@ -894,7 +897,6 @@ gunique_scope_for_top(Oid topoid, Relation member, GuniqueScopeLock lock)
 	for (;;)
 	{
 		GuniqueScope *scope = NULL;
-		uint64		locked;
 
 		if (scope_by_top != NULL)
 			scope = hash_search(scope_by_top, &topoid, HASH_FIND, NULL);
@@ -903,10 +905,7 @@ gunique_scope_for_top(Oid topoid, Relation member, GuniqueScopeLock lock)
 			(void) scope_build(member, topoid);
 			continue;
 		}
-		locked = lock == GUNIQUE_LOCK_ALL ? scope->locked_generation :
-			scope->inner_locked_generation;
-		if (lock == GUNIQUE_LOCK_NONE || locked == lock_generation ||
-			scope_lock(scope, lock, false, NULL))
+		if (scope_locked(scope, lock))
 			return scope;
 	}
 }

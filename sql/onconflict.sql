@@ -4,8 +4,11 @@
 -- PostgreSQL 15 and 17 can only arbitrate ON CONFLICT with btree indexes;
 -- gunique refuses the statement with a clear error there (expected output
 -- onconflict.out).  PostgreSQL 18 asks the access method, and ON CONFLICT
--- works within a partition; a conflict with another partition is a unique
--- violation with a hint (onconflict_1.out).
+-- works within a partition (onconflict_1.out).  There DO NOTHING also skips
+-- a row whose key another partition holds, checked before the row is
+-- routed; DO UPDATE of a row in another partition is a unique violation
+-- with a hint, and so is DO NOTHING where a BEFORE INSERT row trigger or a
+-- generated column may change the key.
 --
 SET client_min_messages = warning;
 CREATE EXTENSION IF NOT EXISTS gunique;
@@ -77,5 +80,115 @@ CREATE UNIQUE INDEX ps_a ON ps USING gunique (a);
 EXECUTE ins_pt(2, 11);
 DEALLOCATE ins_pt;
 SELECT tableoid::regclass, * FROM pt ORDER BY a;
+
+-- DO NOTHING across partitions: the row is skipped, not counted, not
+-- returned; EXPLAIN shows the check and the rows it skipped.
+CREATE TABLE ev (id int, ts date, v text) PARTITION BY RANGE (ts);
+CREATE TABLE ev1 PARTITION OF ev FOR VALUES FROM ('2024-01-01') TO ('2024-02-01');
+CREATE TABLE ev2 PARTITION OF ev FOR VALUES FROM ('2024-02-01') TO ('2024-03-01')
+	PARTITION BY RANGE (id);
+CREATE TABLE ev2a PARTITION OF ev2 FOR VALUES FROM (0) TO (100);
+CREATE TABLE ev2b PARTITION OF ev2 FOR VALUES FROM (100) TO (1000);
+CREATE UNIQUE INDEX ev_id ON ev USING gunique (id);
+INSERT INTO ev VALUES (1, '2024-01-05', 'a'), (150, '2024-02-05', 'b');
+EXPLAIN (COSTS OFF) INSERT INTO ev VALUES (1, '2024-02-05', 'x') ON CONFLICT DO NOTHING;
+INSERT INTO ev VALUES (1, '2024-02-05', 'x') ON CONFLICT DO NOTHING;
+INSERT INTO ev VALUES (1, '2024-02-05', 'x') ON CONFLICT (id) DO NOTHING RETURNING *;
+INSERT INTO ev SELECT i, '2024-02-05', 'x' FROM generate_series(1, 4) i
+	ON CONFLICT (id) DO NOTHING RETURNING *;
+EXPLAIN (ANALYZE, COSTS OFF, TIMING OFF, SUMMARY OFF, BUFFERS OFF)
+INSERT INTO ev SELECT i, '2024-01-07', 'y' FROM generate_series(1, 6) i
+	ON CONFLICT (id) DO NOTHING;
+-- the same key twice in one statement, into different partitions
+INSERT INTO ev VALUES (20, '2024-02-05', 'first'), (20, '2024-01-05', 'second')
+	ON CONFLICT DO NOTHING RETURNING *;
+-- into a partition, a partitioned one, and a key in another subtree
+INSERT INTO ev1 VALUES (150, '2024-01-09', 'leaf') ON CONFLICT DO NOTHING;
+INSERT INTO ev2 VALUES (5, '2024-02-09', 'middle') ON CONFLICT DO NOTHING;
+INSERT INTO ev2a VALUES (150, '2024-02-09', 'leaf') ON CONFLICT DO NOTHING;
+INSERT INTO ev2 VALUES (7, '2024-02-09', 'middle') ON CONFLICT DO NOTHING RETURNING *;
+-- DO UPDATE of a row in another partition stays a violation
+INSERT INTO ev VALUES (1, '2024-02-05', 'x') ON CONFLICT (id) DO UPDATE SET v = 'z';
+-- a prepared statement, run past the generic plan
+PREPARE up(int, date) AS INSERT INTO ev VALUES ($1, $2, 'p') ON CONFLICT DO NOTHING;
+EXECUTE up(1, '2024-02-05'); EXECUTE up(2, '2024-01-05'); EXECUTE up(3, '2024-01-05');
+EXECUTE up(4, '2024-01-05'); EXECUTE up(5, '2024-01-05'); EXECUTE up(30, '2024-01-05');
+EXECUTE up(30, '2024-02-05');
+DEALLOCATE up;
+SELECT tableoid::regclass, * FROM ev ORDER BY id, ts;
+SELECT id FROM ev GROUP BY id HAVING count(*) > 1;
+
+-- An error after the check, under a savepoint: its upsert lock is gone
+-- with the subtransaction, and the next upsert of the key waits for
+-- nobody.
+ALTER TABLE ev ADD CONSTRAINT v_not_bad CHECK (v <> 'bad');
+BEGIN;
+SAVEPOINT s;
+INSERT INTO ev VALUES (40, '2024-02-05', 'bad') ON CONFLICT DO NOTHING;
+ROLLBACK TO SAVEPOINT s;
+INSERT INTO ev VALUES (40, '2024-02-05', 'good') ON CONFLICT DO NOTHING;
+INSERT INTO ev VALUES (40, '2024-01-05', 'again') ON CONFLICT DO NOTHING;
+COMMIT;
+SELECT count(*) FROM pg_locks WHERE locktype = 'advisory';
+SELECT tableoid::regclass, * FROM ev WHERE id = 40;
+
+-- Two gunique indexes: without a target both arbitrate; with one named,
+-- the other's conflict is a violation, as for any unique index.
+CREATE TABLE two (a int, b int, p int) PARTITION BY LIST (p);
+CREATE TABLE two1 PARTITION OF two FOR VALUES IN (1);
+CREATE TABLE two2 PARTITION OF two FOR VALUES IN (2);
+CREATE UNIQUE INDEX two_a ON two USING gunique (a);
+CREATE UNIQUE INDEX two_b ON two USING gunique (b);
+INSERT INTO two VALUES (1, 1, 1);
+INSERT INTO two VALUES (1, 2, 2) ON CONFLICT DO NOTHING;
+INSERT INTO two VALUES (2, 1, 2) ON CONFLICT DO NOTHING;
+INSERT INTO two VALUES (2, 1, 2) ON CONFLICT (a) DO NOTHING;
+INSERT INTO two VALUES (1, 3, 2) ON CONFLICT (a) DO NOTHING;
+SELECT tableoid::regclass, * FROM two ORDER BY a;
+
+-- An ordinary unique index as the arbiter: the gunique key is enforced.
+CREATE TABLE mix (id int, code text, p int, PRIMARY KEY (code, p))
+	PARTITION BY LIST (p);
+CREATE TABLE mix1 PARTITION OF mix FOR VALUES IN (1);
+CREATE TABLE mix2 PARTITION OF mix FOR VALUES IN (2);
+CREATE UNIQUE INDEX mix_id ON mix USING gunique (id);
+INSERT INTO mix VALUES (1, 'a', 1);
+INSERT INTO mix VALUES (2, 'a', 1) ON CONFLICT (code, p) DO NOTHING;
+INSERT INTO mix VALUES (1, 'b', 2) ON CONFLICT (code, p) DO NOTHING;
+INSERT INTO mix VALUES (1, 'a', 1) ON CONFLICT (code, p) DO UPDATE SET id = 1;
+SELECT tableoid::regclass, * FROM mix ORDER BY code;
+
+-- Expression keys and partial indexes: a row outside the predicate is not
+-- the index's to skip.
+CREATE TABLE users (email text, active bool, p int) PARTITION BY LIST (p);
+CREATE TABLE users1 PARTITION OF users FOR VALUES IN (1);
+CREATE TABLE users2 PARTITION OF users FOR VALUES IN (2);
+CREATE UNIQUE INDEX users_email ON users USING gunique (lower(email)) WHERE active;
+INSERT INTO users VALUES ('Ann@example.com', true, 1);
+INSERT INTO users VALUES ('ann@EXAMPLE.com', true, 2) ON CONFLICT DO NOTHING;
+INSERT INTO users VALUES ('ann@EXAMPLE.com', false, 2) ON CONFLICT DO NOTHING;
+SELECT tableoid::regclass, * FROM users ORDER BY p;
+
+-- A BEFORE INSERT row trigger may change the key, and a generated column
+-- is computed after routing: then DO NOTHING cannot check the key first.
+CREATE TABLE trg (id int, p int) PARTITION BY LIST (p);
+CREATE TABLE trg1 PARTITION OF trg FOR VALUES IN (1);
+CREATE TABLE trg2 PARTITION OF trg FOR VALUES IN (2);
+CREATE UNIQUE INDEX trg_id ON trg USING gunique (id);
+INSERT INTO trg VALUES (1, 1);
+CREATE FUNCTION rekey() RETURNS trigger LANGUAGE plpgsql AS
+$$BEGIN NEW.id := NEW.id + 100; RETURN NEW; END$$;
+CREATE TRIGGER rekey BEFORE INSERT ON trg2 FOR EACH ROW EXECUTE FUNCTION rekey();
+INSERT INTO trg VALUES (1, 2) ON CONFLICT DO NOTHING RETURNING *;
+INSERT INTO trg VALUES (101, 1) ON CONFLICT DO NOTHING;
+INSERT INTO trg VALUES (1, 2) ON CONFLICT DO NOTHING;
+SELECT tableoid::regclass, * FROM trg ORDER BY id;
+CREATE TABLE gen (x int, id int GENERATED ALWAYS AS (x * 2) STORED, p int)
+	PARTITION BY LIST (p);
+CREATE TABLE gen1 PARTITION OF gen FOR VALUES IN (1);
+CREATE TABLE gen2 PARTITION OF gen FOR VALUES IN (2);
+CREATE UNIQUE INDEX gen_id ON gen USING gunique (id);
+INSERT INTO gen (x, p) VALUES (1, 1);
+INSERT INTO gen (x, p) VALUES (1, 2) ON CONFLICT DO NOTHING;
 
 DROP SCHEMA goc CASCADE;

@@ -126,12 +126,17 @@ typedef struct LookupRow
 	HeapTuple	tuple;
 	Oid			tableoid;
 	ItemPointerData tid;		/* in its partition */
+	TransactionId xwait;		/* read with a dirty snapshot: the
+								 * transaction still inserting or deleting
+								 * it, or invalid */
+	uint32		speculative_token;
 } LookupRow;
 
 typedef struct LookupScanState
 {
 	CustomScanState css;
 	Relation	index;			/* the gunique index on the table */
+	Snapshot	snapshot;		/* the query's, or a reader's dirty one */
 	bool		array;			/* one expression: an array of keys */
 	List	   *key_exprs;		/* ExprStates */
 	MemoryContext rowcxt;		/* the rows found, until a rescan */
@@ -461,6 +466,7 @@ lookup_tree_get(LookupScanState *state)
 static void
 lookup_keep(LookupScanState *state, TupleTableSlot *found, Relation heap)
 {
+	Snapshot	snapshot = state->snapshot;
 	TupleTableSlot *out = state->css.ss.ss_ScanTupleSlot;
 	TupleDesc	desc = RelationGetDescr(state->css.ss.ss_currentRelation);
 	TupleConversionMap *map = convert_tuples_by_name(RelationGetDescr(heap),
@@ -491,6 +497,15 @@ lookup_keep(LookupScanState *state, TupleTableSlot *found, Relation heap)
 	row->tuple = ExecCopySlotHeapTuple(out);
 	row->tableoid = RelationGetRelid(heap);
 	row->tid = found->tts_tid;
+	row->xwait = InvalidTransactionId;
+	row->speculative_token = 0;
+	if (snapshot->snapshot_type == SNAPSHOT_DIRTY)
+	{
+		/* as the visibility check of the row left them */
+		row->xwait = TransactionIdIsValid(snapshot->xmin) ?
+			snapshot->xmin : snapshot->xmax;
+		row->speculative_token = snapshot->speculativeToken;
+	}
 	ExecClearTuple(out);
 	MemoryContextSwitchTo(old);
 	if (map != NULL)
@@ -556,7 +571,7 @@ lookup_storage_replaced(Relation heap, Snapshot snapshot)
 static void
 lookup_check_storage(LookupScanState *state, Oid heapoid)
 {
-	Snapshot	snapshot = state->css.ss.ps.state->es_snapshot;
+	Snapshot	snapshot = state->snapshot;
 	Relation	heap;
 	bool		replaced;
 
@@ -586,7 +601,6 @@ static bool
 lookup_search(LookupScanState *state, LookupTree *tree, LookupPart *part,
 			  Datum *values, bool all)
 {
-	EState	   *estate = state->css.ss.ps.state;
 	int			nkeys = IndexRelationGetNumberOfKeyAttributes(state->index);
 	Relation	heap = table_open(part->heapoid, NoLock);
 	Relation	index = index_open(part->indexoid, NoLock);
@@ -602,7 +616,7 @@ lookup_search(LookupScanState *state, LookupTree *tree, LookupPart *part,
 		ScanKeyEntryInitialize(&skeys[i], 0, i + 1, BTEqualStrategyNumber,
 							   tree->opcintype[i], tree->collation[i],
 							   tree->eqproc[i], values[i]);
-	scan = gunique_index_beginscan(heap, index, estate->es_snapshot, nkeys);
+	scan = gunique_index_beginscan(heap, index, state->snapshot, nkeys);
 	index_rescan(scan, skeys, nkeys, NULL, 0);
 	while (index_getnext_slot(scan, ForwardScanDirection, slot))
 	{
@@ -833,9 +847,10 @@ static void
 lookup_key(LookupScanState *state, Datum *values, bool *isnull)
 {
 	int			nkeys = IndexRelationGetNumberOfKeyAttributes(state->index);
-	Snapshot	snapshot = state->css.ss.ps.state->es_snapshot;
-	bool		trust = !IsolationIsSerializable() && !RecoveryInProgress() &&
-		IsMVCCSnapshot(snapshot);
+	Snapshot	snapshot = state->snapshot;
+	bool		dirty = snapshot->snapshot_type == SNAPSHOT_DIRTY;
+	bool		trust = !RecoveryInProgress() &&
+		(dirty || (!IsolationIsSerializable() && IsMVCCSnapshot(snapshot)));
 
 	/* "=" is never true of a null, whatever NULLS NOT DISTINCT says */
 	for (int i = 0; i < nkeys; i++)
@@ -848,7 +863,7 @@ lookup_key(LookupScanState *state, Datum *values, bool *isnull)
 		CHECK_FOR_INTERRUPTS();
 		if (outcome == LOOKUP_AGAIN)
 			continue;
-		if (outcome == LOOKUP_NOT_FOUND && trust &&
+		if (outcome == LOOKUP_NOT_FOUND && trust && !dirty &&
 			gunique_rebuilds_unseen(snapshot))
 		{
 			trust = false;
@@ -971,6 +986,7 @@ lookup_begin(CustomScanState *node, EState *estate, int eflags)
 	state->pos = -1;
 	state->markpos = -1;
 	state->pdir = CreatePartitionDirectory(estate->es_query_cxt, true);
+	state->snapshot = estate->es_snapshot;
 }
 
 static TupleTableSlot *
@@ -1115,4 +1131,64 @@ lookup_explain(CustomScanState *node, List *ancestors, ExplainState *es)
 		ExplainPropertyInteger("Partitions Ruled Out", NULL,
 							   state->ruled_out, es);
 	}
+}
+
+/*
+ * A reader of a whole gunique tree for other modules (conflictskip.c): the
+ * lookup without its plan node.  "table" is the tree's top table, "index"
+ * its top index, both locked by the caller; "snapshot" is a dirty one,
+ * which takes no predicate locks and sees each leaf as it is, every key of
+ * it held by its summary.  Made in the caller's memory context.
+ */
+GuniqueLookupReader *
+gunique_lookup_reader_begin(Relation table, Relation index, Snapshot snapshot)
+{
+	LookupScanState *state = palloc0(sizeof(LookupScanState));
+
+	Assert(snapshot->snapshot_type == SNAPSHOT_DIRTY);
+	state->css.ss.ss_currentRelation = table;
+	state->css.ss.ss_ScanTupleSlot =
+		MakeSingleTupleTableSlot(RelationGetDescr(table), &TTSOpsVirtual);
+	state->index = index;
+	state->snapshot = snapshot;
+	state->rowcxt = AllocSetContextCreate(CurrentMemoryContext,
+										  "gunique lookup rows",
+										  ALLOCSET_SMALL_SIZES);
+	state->pdir = CreatePartitionDirectory(CurrentMemoryContext, true);
+	return (GuniqueLookupReader *) state;
+}
+
+/* The first row of the key found in the tree, if any, into "hit". */
+bool
+gunique_lookup_reader_find(GuniqueLookupReader *reader, Datum *values,
+						   bool *isnull, GuniqueLookupHit *hit)
+{
+	LookupScanState *state = (LookupScanState *) reader;
+	LookupRow  *row;
+
+	MemoryContextReset(state->rowcxt);
+	state->rows = NULL;
+	state->nrows = 0;
+	state->maxrows = 0;
+	state->waited = NIL;
+	lookup_key(state, values, isnull);
+	if (state->nrows == 0)
+		return false;
+	row = &state->rows[0];
+	hit->heapoid = row->tableoid;
+	hit->tid = row->tid;
+	hit->xwait = row->xwait;
+	hit->speculative_token = row->speculative_token;
+	return true;
+}
+
+void
+gunique_lookup_reader_end(GuniqueLookupReader *reader)
+{
+	LookupScanState *state = (LookupScanState *) reader;
+
+	DestroyPartitionDirectory(state->pdir);
+	ExecDropSingleTupleTableSlot(state->css.ss.ss_ScanTupleSlot);
+	MemoryContextDelete(state->rowcxt);
+	pfree(state);
 }

@@ -10,6 +10,9 @@
 #define GUNIQUE_LOOKUP_H
 
 #include "nodes/extensible.h"
+#include "storage/itemptr.h"
+#include "utils/relcache.h"
+#include "utils/snapshot.h"
 
 #define GUNIQUE_LOOKUP_NAME "GuniqueLookup"
 
@@ -21,9 +24,28 @@
 #define LOOKUP_PRIVATE_INDEX	0
 #define LOOKUP_PRIVATE_ARRAY	1
 
+/* A row of a key found by a reader, with a dirty snapshot. */
+typedef struct GuniqueLookupHit
+{
+	Oid			heapoid;		/* its partition */
+	ItemPointerData tid;
+	TransactionId xwait;		/* still inserting or deleting it, or
+								 * invalid */
+	uint32		speculative_token;
+} GuniqueLookupHit;
+
+typedef struct GuniqueLookupReader GuniqueLookupReader;
+
 extern bool gunique_enable_lookup;
 
 extern void gunique_lookup_plan_init(void);
 extern Node *gunique_lookup_create_state(CustomScan *cscan);
+extern GuniqueLookupReader *gunique_lookup_reader_begin(Relation table,
+														Relation index,
+														Snapshot snapshot);
+extern bool gunique_lookup_reader_find(GuniqueLookupReader *reader,
+									   Datum *values, bool *isnull,
+									   GuniqueLookupHit *hit);
+extern void gunique_lookup_reader_end(GuniqueLookupReader *reader);
 
 #endif							/* GUNIQUE_LOOKUP_H */

@@ -51,6 +51,7 @@
 
 #include "compat.h"
 #include "lookup.h"
+#include "onconflict.h"
 #include "tree.h"
 
 bool		gunique_enable_lookup = true;
@@ -614,7 +615,7 @@ lookup_planner(Query *parse, const char *query_string, int cursorOptions,
 	if (!complete)
 		result = lookup_call_planner(copy, query_string, cursorOptions,
 									 boundParams);
-	return result;
+	return gunique_onconflict_plan(result);
 }
 
 /*

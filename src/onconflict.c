@@ -18,24 +18,58 @@
  * invalidate it.
  *
  * From 18 on, the executor asks the access method for its equality
- * strategy, and ON CONFLICT works: conflicts within the target partition
- * are arbitrated as usual, and a conflict with another partition is a
- * unique violation raised by the probe (see probe.c), because the
- * executor's conflict pre-check only looks at the target partition.
+ * strategy, and ON CONFLICT works within the target partition.  Its
+ * conflict pre-check only searches the target partition, though, so for
+ * ON CONFLICT DO NOTHING the planner hook puts a node of ours, a conflict
+ * check, between the ModifyTable and the rows it inserts: a row whose key
+ * another partition holds is skipped there.  A check that finds nothing
+ * leaves the key's upsert lock held until the row's gunique insert, so
+ * that two such statements never both pass the check with one key.  The
+ * protocol and what it does not cover are in src/README, "ON CONFLICT DO
+ * NOTHING".  DO UPDATE of a row in another partition remains a unique
+ * violation raised by the probe (see probe.c).
  *
  *-------------------------------------------------------------------------
  */
 #include "postgres.h"
 
+#include "access/genam.h"
+#include "access/htup_details.h"
+#include "access/relation.h"
+#include "access/sysattr.h"
+#include "access/table.h"
+#include "access/tableam.h"
+#include "access/xact.h"
 #include "catalog/index.h"
+#include "catalog/pg_class.h"
 #include "catalog/pg_inherits.h"
+#include "catalog/pg_trigger.h"
+#include "commands/trigger.h"
 #include "executor/executor.h"
+#include "miscadmin.h"
+#include "nodes/extensible.h"
+#include "nodes/makefuncs.h"
 #include "nodes/plannodes.h"
+#include "optimizer/optimizer.h"
 #include "parser/parsetree.h"
+#include "storage/lmgr.h"
+#include "storage/lock.h"
+#include "utils/fmgroids.h"
+#include "utils/inval.h"
 #include "utils/lsyscache.h"
+#include "utils/rel.h"
+#include "utils/snapmgr.h"
+#include "utils/syscache.h"
 
 #include "compat.h"
+#ifdef GUNIQUE_EXPLAIN_HEADERS
+#include "commands/explain_format.h"
+#include "commands/explain_state.h"
+#endif
+#include "keymap.h"
+#include "lookup.h"
 #include "onconflict.h"
+#include "scope.h"
 #include "tree.h"
 
 #ifdef GUNIQUE_NO_SPECULATIVE_INSERT
@@ -118,11 +152,633 @@ gunique_onconflict_init(void)
 	ExecutorStart_hook = gunique_ExecutorStart;
 }
 
+PlannedStmt *
+gunique_onconflict_plan(PlannedStmt *stmt)
+{
+	return stmt;
+}
+
+void
+gunique_onconflict_release_locks(void)
+{
+}
+
+bool
+gunique_onconflict_checking(void)
+{
+	return false;
+}
+
 #else
+
+/*
+ * Upsert locks: heavyweight locks on (top index, key hash), in the
+ * advisory lock space with a field4 of our own (pg_advisory_lock uses 1
+ * and 2), so that pg_locks shows them and the deadlock detector sees them.
+ */
+#define UPSERT_LOCK_FIELD4	0x6775
+
+typedef struct HeldUpsertLock
+{
+	LOCKTAG		tag;
+	SubTransactionId subid;		/* owned by this subtransaction */
+} HeldUpsertLock;
+
+#define MAX_HELD_UPSERT_LOCKS 32
+
+static HeldUpsertLock held_locks[MAX_HELD_UPSERT_LOCKS];
+static int	nheld_locks = 0;
+
+/* Conflict checks running (nested statements may run their own). */
+static int	active_checks = 0;
+
+/* What the plan gives the check in custom_private: the indexes to check. */
+#define CONFLICT_CHECK_NAME "GuniqueConflictCheck"
+
+/* One arbiter gunique index of the target table, as the check reads it. */
+typedef struct CheckedIndex
+{
+	Relation	index;			/* on the target table */
+	IndexInfo  *info;
+	ExprState  *predicate;		/* or NULL */
+	Oid			top;			/* the tree's top index */
+	Relation	toptable;		/* the tree's top table and index, read */
+	Relation	topindex;
+	GuniqueKeyMap map;
+	GuniqueLookupReader *reader;
+} CheckedIndex;
+
+typedef struct ConflictCheckState
+{
+	CustomScanState css;
+	int			nchecked;
+	CheckedIndex *checked;
+	SnapshotData dirty;
+	int64		skipped;
+} ConflictCheckState;
+
+static Node *conflict_create_state(CustomScan *cscan);
+static void conflict_begin(CustomScanState *node, EState *estate, int eflags);
+static TupleTableSlot *conflict_exec(CustomScanState *node);
+static void conflict_end(CustomScanState *node);
+static void conflict_rescan(CustomScanState *node);
+static void conflict_explain(CustomScanState *node, List *ancestors,
+							 ExplainState *es);
+
+static const CustomScanMethods conflict_scan_methods = {
+	.CustomName = CONFLICT_CHECK_NAME,
+	.CreateCustomScanState = conflict_create_state,
+};
+
+static const CustomExecMethods conflict_exec_methods = {
+	.CustomName = CONFLICT_CHECK_NAME,
+	.BeginCustomScan = conflict_begin,
+	.ExecCustomScan = conflict_exec,
+	.EndCustomScan = conflict_end,
+	.ReScanCustomScan = conflict_rescan,
+	.ExplainCustomScan = conflict_explain,
+};
+
+/* Release every upsert lock held: the row they were taken for is in. */
+static void
+upsert_locks_release(void)
+{
+	for (int i = 0; i < nheld_locks; i++)
+		LockRelease(&held_locks[i].tag, ExclusiveLock, false);
+	nheld_locks = 0;
+}
+
+static void
+upsert_lock_acquire(Oid top, uint32 hash)
+{
+	HeldUpsertLock *held;
+
+	if (nheld_locks == MAX_HELD_UPSERT_LOCKS)
+		elog(ERROR, "too many gunique upsert locks held");
+	held = &held_locks[nheld_locks];
+	SET_LOCKTAG_ADVISORY(held->tag, MyDatabaseId, top, hash,
+						 UPSERT_LOCK_FIELD4);
+	held->subid = GetCurrentSubTransactionId();
+	(void) LockAcquire(&held->tag, ExclusiveLock, false, false);
+	nheld_locks++;
+}
+
+/*
+ * A gunique insert is done: its entry is in the leaf, where every later
+ * check finds it.  (A row with two checked keys releases both at its
+ * first insert; the second key's check then races with its insert as a
+ * plain insert's would: src/README.)
+ */
+void
+gunique_onconflict_release_locks(void)
+{
+	if (nheld_locks > 0)
+		upsert_locks_release();
+}
+
+/*
+ * Is a conflict check of ON CONFLICT DO NOTHING running?  Then a conflict
+ * in another partition found by a probe is one the check could not see:
+ * a plain insert's.
+ */
+bool
+gunique_onconflict_checking(void)
+{
+	return active_checks > 0;
+}
+
+/* An aborted (sub)transaction released the locks it took. */
+static void
+upsert_xact_callback(XactEvent event, void *arg)
+{
+	nheld_locks = 0;
+	active_checks = 0;
+}
+
+static void
+upsert_subxact_callback(SubXactEvent event, SubTransactionId mySubid,
+						SubTransactionId parentSubid, void *arg)
+{
+	int			kept = 0;
+
+	for (int i = 0; i < nheld_locks; i++)
+	{
+		if (held_locks[i].subid == mySubid)
+		{
+			if (event == SUBXACT_EVENT_ABORT_SUB)
+				continue;
+			if (event == SUBXACT_EVENT_COMMIT_SUB)
+				held_locks[i].subid = parentSubid;
+		}
+		held_locks[kept++] = held_locks[i];
+	}
+	nheld_locks = kept;
+}
+
+/* Does any column the index reads have a generated value? */
+static bool
+index_reads_generated(Relation table, Relation index)
+{
+	TupleDesc	desc = RelationGetDescr(table);
+	Bitmapset  *attnos = NULL;
+	int			attno = -1;
+
+	for (int i = 0; i < index->rd_index->indnatts; i++)
+		attnos = bms_add_member(attnos,
+								index->rd_index->indkey.values[i] -
+								FirstLowInvalidHeapAttributeNumber);
+	pull_varattnos((Node *) RelationGetIndexExpressions(index), 1, &attnos);
+	pull_varattnos((Node *) RelationGetIndexPredicate(index), 1, &attnos);
+	while ((attno = bms_next_member(attnos, attno)) >= 0)
+	{
+		AttrNumber	a = attno + FirstLowInvalidHeapAttributeNumber;
+
+		if (a > 0 && TupleDescAttr(desc, a - 1)->attgenerated)
+			return true;
+	}
+	return false;
+}
+
+/* Has the relation a BEFORE INSERT row trigger, enabled or not? */
+static bool
+has_before_insert_row_trigger(Oid relid)
+{
+	HeapTuple	tuple = SearchSysCache1(RELOID, ObjectIdGetDatum(relid));
+	bool		found = false;
+	Relation	pg_trigger;
+	ScanKeyData key;
+	SysScanDesc scan;
+	HeapTuple	trigger;
+
+	if (!HeapTupleIsValid(tuple))
+		return false;
+	found = ((Form_pg_class) GETSTRUCT(tuple))->relhastriggers;
+	ReleaseSysCache(tuple);
+	if (!found)
+		return false;
+	found = false;
+	pg_trigger = table_open(TriggerRelationId, AccessShareLock);
+	ScanKeyInit(&key, Anum_pg_trigger_tgrelid, BTEqualStrategyNumber,
+				F_OIDEQ, ObjectIdGetDatum(relid));
+	scan = systable_beginscan(pg_trigger, TriggerRelidNameIndexId, true,
+							  NULL, 1, &key);
+	while (!found && HeapTupleIsValid(trigger = systable_getnext(scan)))
+	{
+		int16		type = ((Form_pg_trigger) GETSTRUCT(trigger))->tgtype;
+
+		found = TRIGGER_FOR_ROW(type) && TRIGGER_FOR_BEFORE(type) &&
+			TRIGGER_FOR_INSERT(type);
+	}
+	systable_endscan(scan);
+	table_close(pg_trigger, AccessShareLock);
+	return found;
+}
+
+/*
+ * May a row routed from the target table have its key changed before it
+ * is inserted?  A BEFORE INSERT row trigger of any relation the row can
+ * reach may change it, so the check leaves such tables alone.
+ */
+static bool
+target_has_before_triggers(Oid target)
+{
+	List	   *members = find_all_inheritors(target, NoLock, NULL);
+	ListCell   *lc;
+
+	foreach(lc, members)
+		if (has_before_insert_row_trigger(lfirst_oid(lc)))
+			return true;
+	return false;
+}
+
+static Node *
+conflict_create_state(CustomScan *cscan)
+{
+	ConflictCheckState *state = palloc0(sizeof(ConflictCheckState));
+
+	NodeSetTag(state, T_CustomScanState);
+	state->css.methods = &conflict_exec_methods;
+	return (Node *) state;
+}
+
+/*
+ * Open one index to check, and the top of its tree to read; false if the
+ * index cannot be checked here (the executor and the probe then handle
+ * its conflicts as without the check).
+ */
+static bool
+conflict_open(ConflictCheckState *state, CheckedIndex *ci, Relation table,
+			  Oid indexoid, EState *estate)
+{
+	ci->index = index_open(indexoid, RowExclusiveLock);
+	if (!ci->index->rd_index->indisvalid ||
+		index_reads_generated(table, ci->index))
+	{
+		index_close(ci->index, RowExclusiveLock);
+		return false;
+	}
+	ci->info = BuildIndexInfo(ci->index);
+	if (ci->info->ii_Predicate != NIL)
+		ci->predicate = ExecPrepareQual(ci->info->ii_Predicate, estate);
+	ci->top = gunique_tree_top(indexoid);
+	ci->topindex = index_open(ci->top, AccessShareLock);
+	ci->toptable = table_open(IndexGetRelation(ci->top, false),
+							  AccessShareLock);
+	gunique_keymap_make(&ci->map, ci->index, estate->es_query_cxt);
+	ci->reader = gunique_lookup_reader_begin(ci->toptable, ci->topindex,
+											 &state->dirty);
+	return true;
+}
+
+static void
+conflict_begin(CustomScanState *node, EState *estate, int eflags)
+{
+	ConflictCheckState *state = (ConflictCheckState *) node;
+	CustomScan *cscan = (CustomScan *) node->ss.ps.plan;
+	Oid			target = linitial_oid(cscan->custom_private);
+	Relation	table;
+	ListCell   *lc;
+
+	outerPlanState(state) = ExecInitNode(outerPlan(cscan), estate, eflags);
+	InitDirtySnapshot(state->dirty);
+	if (eflags & EXEC_FLAG_EXPLAIN_ONLY)
+		return;
+
+	/* The statement reads its partitions' current definitions. */
+	AcceptInvalidationMessages();
+	if (target_has_before_triggers(target))
+		return;
+	table = table_open(target, NoLock);
+	state->checked = palloc0(sizeof(CheckedIndex) *
+							 list_length(cscan->custom_private));
+	for_each_from(lc, cscan->custom_private, 1)
+	{
+		if (conflict_open(state, &state->checked[state->nchecked], table,
+						  lfirst_oid(lc), estate))
+			state->nchecked++;
+	}
+	table_close(table, NoLock);
+	if (state->nchecked > 0)
+		active_checks++;
+}
+
+/* Wait for the transaction that is inserting or deleting the row found. */
+static void
+conflict_wait(GuniqueLookupHit *hit)
+{
+	Relation	heap;
+
+	if (hit->speculative_token != 0)
+	{
+		SpeculativeInsertionWait(hit->xwait, hit->speculative_token);
+		return;
+	}
+	heap = table_open(hit->heapoid, NoLock);
+	XactLockTableWait(hit->xwait, heap, &hit->tid, XLTW_InsertIndex);
+	table_close(heap, NoLock);
+}
+
+/*
+ * A row is skipped for a key held elsewhere: in REPEATABLE READ and
+ * SERIALIZABLE, only if the transaction's snapshot sees the holder, as
+ * the executor requires of a conflict within the partition
+ * (ExecCheckTIDVisible).
+ */
+static void
+conflict_check_visible(EState *estate, GuniqueLookupHit *hit)
+{
+	Relation	heap;
+	TupleTableSlot *slot;
+
+	if (!IsolationUsesXactSnapshot())
+		return;
+	heap = table_open(hit->heapoid, NoLock);
+	slot = table_slot_create(heap, NULL);
+	if (!table_tuple_fetch_row_version(heap, &hit->tid, SnapshotAny, slot))
+		elog(ERROR, "failed to fetch conflicting tuple for ON CONFLICT");
+	if (!table_tuple_satisfies_snapshot(heap, slot, estate->es_snapshot))
+	{
+		bool		isnull;
+		TransactionId xmin = DatumGetTransactionId(
+			slot_getsysattr(slot, MinTransactionIdAttributeNumber, &isnull));
+
+		if (!TransactionIdIsCurrentTransactionId(xmin))
+			ereport(ERROR,
+					(errcode(ERRCODE_T_R_SERIALIZATION_FAILURE),
+					 errmsg("could not serialize access due to concurrent update")));
+	}
+	ExecDropSingleTupleTableSlot(slot);
+	table_close(heap, NoLock);
+}
+
+typedef enum CheckOutcome
+{
+	CHECK_CLEAR,				/* nobody holds it: its upsert lock is held */
+	CHECK_HELD,					/* a row holds it: skip */
+	CHECK_WAITED				/* waited for a holder: check again */
+} CheckOutcome;
+
+/* Check one key under its upsert lock. */
+static CheckOutcome
+conflict_check_key(ConflictCheckState *state, CheckedIndex *ci,
+				   Datum *values, bool *isnull)
+{
+	GuniqueKeyImage image;
+	GuniqueLookupHit hit;
+
+	gunique_keymap_image(&image, &ci->map, values, isnull);
+	upsert_lock_acquire(ci->top, image.hashed ?
+						(uint32) (image.hash ^ (image.hash >> 32)) : 0);
+	if (!gunique_lookup_reader_find(ci->reader, values, isnull, &hit))
+		return CHECK_CLEAR;
+	upsert_locks_release();
+	if (TransactionIdIsValid(hit.xwait))
+	{
+		conflict_wait(&hit);
+		return CHECK_WAITED;
+	}
+	conflict_check_visible(state->css.ss.ps.state, &hit);
+	return CHECK_HELD;
+}
+
+/*
+ * Is the row's key, in any checked index, held by a row of the tree?
+ * Returns false holding the upsert locks of its keys.
+ */
+static bool
+conflict_row_held(ConflictCheckState *state, TupleTableSlot *slot)
+{
+	EState	   *estate = state->css.ss.ps.state;
+
+	/*
+	 * FormIndexDatum evaluates expressions in the per-tuple context, which
+	 * ModifyTable resets for each row.
+	 */
+	ExprContext *econtext = GetPerTupleExprContext(estate);
+	TupleTableSlot *saved = econtext->ecxt_scantuple;
+	bool		held = false;
+
+	econtext->ecxt_scantuple = slot;
+	for (int i = 0; i < state->nchecked && !held; i++)
+	{
+		CheckedIndex *ci = &state->checked[i];
+		Datum		values[INDEX_MAX_KEYS];
+		bool		isnull[INDEX_MAX_KEYS];
+		bool		nulls = false;
+		CheckOutcome outcome;
+
+		if (ci->predicate != NULL && !ExecQual(ci->predicate, econtext))
+			continue;
+		FormIndexDatum(ci->info, slot, estate, values, isnull);
+		for (int k = 0; k < ci->info->ii_NumIndexKeyAttrs; k++)
+			nulls |= isnull[k];
+		if (nulls)
+			continue;			/* "=" never holds: left to the probe */
+		outcome = conflict_check_key(state, ci, values, isnull);
+		held = outcome == CHECK_HELD;
+		if (outcome == CHECK_WAITED)
+			i = -1;				/* every key again, its locks released */
+		CHECK_FOR_INTERRUPTS();
+	}
+	econtext->ecxt_scantuple = saved;
+	return held;
+}
+
+static TupleTableSlot *
+conflict_exec(CustomScanState *node)
+{
+	ConflictCheckState *state = (ConflictCheckState *) node;
+
+	for (;;)
+	{
+		TupleTableSlot *slot;
+
+		/* the last row returned is in, or was left out by the executor */
+		upsert_locks_release();
+		slot = ExecProcNode(outerPlanState(state));
+		if (TupIsNull(slot) || !conflict_row_held(state, slot))
+			return slot;
+		state->skipped++;
+	}
+}
+
+static void
+conflict_end(CustomScanState *node)
+{
+	ConflictCheckState *state = (ConflictCheckState *) node;
+
+	upsert_locks_release();
+	if (state->nchecked > 0 && active_checks > 0)
+		active_checks--;
+	for (int i = 0; i < state->nchecked; i++)
+	{
+		CheckedIndex *ci = &state->checked[i];
+
+		gunique_lookup_reader_end(ci->reader);
+		table_close(ci->toptable, NoLock);
+		index_close(ci->topindex, NoLock);
+		index_close(ci->index, NoLock);
+	}
+	ExecEndNode(outerPlanState(state));
+}
+
+static void
+conflict_rescan(CustomScanState *node)
+{
+	upsert_locks_release();
+	if (outerPlanState(node)->chgParam == NULL)
+		ExecReScan(outerPlanState(node));
+}
+
+static void
+conflict_explain(CustomScanState *node, List *ancestors, ExplainState *es)
+{
+	CustomScan *cscan = (CustomScan *) node->ss.ps.plan;
+	ConflictCheckState *state = (ConflictCheckState *) node;
+	List	   *names = NIL;
+	ListCell   *lc;
+
+	for_each_from(lc, cscan->custom_private, 1)
+		names = lappend(names, get_rel_name(lfirst_oid(lc)));
+	ExplainPropertyList("Indexes", names, es);
+	if (es->analyze)
+		ExplainPropertyInteger("Rows Skipped", NULL, state->skipped, es);
+}
+
+/*
+ * The gunique indexes that arbitrate the ModifyTable's conflicts, on a
+ * table of a partition tree; NIL if none.
+ */
+static List *
+arbiter_gunique_indexes(ModifyTable *mt, Oid target)
+{
+	List	   *result = NIL;
+	ListCell   *lc;
+
+	if (get_rel_relkind(target) != RELKIND_PARTITIONED_TABLE &&
+		!get_rel_relispartition(target))
+		return NIL;
+	foreach(lc, gunique_table_indexes(target))
+	{
+		Oid			indexoid = lfirst_oid(lc);
+
+		if (mt->arbiterIndexes == NIL ||
+			list_member_oid(mt->arbiterIndexes, indexoid))
+			result = lappend_oid(result, indexoid);
+	}
+	return result;
+}
+
+/* The highest plan node ID in a plan tree, or -1. */
+static int
+plan_max_id(Plan *plan)
+{
+	List	   *children = NIL;
+	int			max;
+	ListCell   *lc;
+
+	if (plan == NULL)
+		return -1;
+	max = Max(plan->plan_node_id, Max(plan_max_id(plan->lefttree),
+									  plan_max_id(plan->righttree)));
+	if (IsA(plan, Append))
+		children = ((Append *) plan)->appendplans;
+	else if (IsA(plan, MergeAppend))
+		children = ((MergeAppend *) plan)->mergeplans;
+	else if (IsA(plan, BitmapAnd))
+		children = ((BitmapAnd *) plan)->bitmapplans;
+	else if (IsA(plan, BitmapOr))
+		children = ((BitmapOr *) plan)->bitmapplans;
+	else if (IsA(plan, CustomScan))
+		children = ((CustomScan *) plan)->custom_plans;
+	else if (IsA(plan, SubqueryScan))
+		max = Max(max, plan_max_id(((SubqueryScan *) plan)->subplan));
+	foreach(lc, children)
+		max = Max(max, plan_max_id((Plan *) lfirst(lc)));
+	return max;
+}
+
+/* A plan node ID no node of the statement has. */
+static int
+plan_new_id(PlannedStmt *stmt)
+{
+	int			max = plan_max_id(stmt->planTree);
+	ListCell   *lc;
+
+	foreach(lc, stmt->subplans)
+		max = Max(max, plan_max_id((Plan *) lfirst(lc)));
+	return max + 1;
+}
+
+/* Put a conflict check between an INSERT ... ON CONFLICT DO NOTHING and its rows. */
+static void
+plan_modify_table(PlannedStmt *stmt, Plan *plan)
+{
+	ModifyTable *mt = (ModifyTable *) plan;
+	Plan	   *child;
+	CustomScan *cscan;
+	List	   *indexes;
+	Oid			target;
+	ListCell   *lc;
+
+	if (plan == NULL || !IsA(plan, ModifyTable) ||
+		mt->operation != CMD_INSERT ||
+		mt->onConflictAction != ONCONFLICT_NOTHING)
+		return;
+	target = rt_fetch(linitial_int(mt->resultRelations), stmt->rtable)->relid;
+	indexes = arbiter_gunique_indexes(mt, target);
+	if (indexes == NIL)
+		return;
+	child = outerPlan(plan);
+	cscan = makeNode(CustomScan);
+	cscan->scan.plan.startup_cost = child->startup_cost;
+	cscan->scan.plan.total_cost = child->total_cost;
+	cscan->scan.plan.plan_rows = child->plan_rows;
+	cscan->scan.plan.plan_width = child->plan_width;
+	cscan->scan.plan.extParam = bms_copy(child->extParam);
+	cscan->scan.plan.allParam = bms_copy(child->allParam);
+	cscan->scan.plan.plan_node_id = plan_new_id(stmt);
+
+	/*
+	 * It returns its child's rows as they are: the same columns, dropped
+	 * ones still null constants, which the executor checks for.
+	 */
+	foreach(lc, child->targetlist)
+	{
+		TargetEntry *tle = (TargetEntry *) lfirst(lc);
+		TargetEntry *copy = flatCopyTargetEntry(tle);
+
+		if (!IsA(tle->expr, Const))
+			copy->expr = (Expr *) makeVarFromTargetEntry(OUTER_VAR, tle);
+		cscan->scan.plan.targetlist = lappend(cscan->scan.plan.targetlist,
+											  copy);
+	}
+	cscan->scan.plan.lefttree = child;
+	cscan->scan.scanrelid = 0;
+	cscan->custom_private = lcons_oid(target, indexes);
+	cscan->methods = &conflict_scan_methods;
+	outerPlan(plan) = (Plan *) cscan;
+}
+
+PlannedStmt *
+gunique_onconflict_plan(PlannedStmt *stmt)
+{
+	ListCell   *lc;
+
+	if (stmt->commandType == CMD_SELECT && !stmt->hasModifyingCTE)
+		return stmt;
+	plan_modify_table(stmt, stmt->planTree);
+	foreach(lc, stmt->subplans)
+		plan_modify_table(stmt, (Plan *) lfirst(lc));
+	return stmt;
+}
 
 void
 gunique_onconflict_init(void)
 {
+	RegisterCustomScanMethods(&conflict_scan_methods);
+	RegisterXactCallback(upsert_xact_callback, NULL);
+	RegisterSubXactCallback(upsert_subxact_callback, NULL);
 }
 
 #endif

@@ -8,6 +8,11 @@
 #ifndef GUNIQUE_ONCONFLICT_H
 #define GUNIQUE_ONCONFLICT_H
 
+#include "nodes/plannodes.h"
+
 extern void gunique_onconflict_init(void);
+extern PlannedStmt *gunique_onconflict_plan(PlannedStmt *stmt);
+extern void gunique_onconflict_release_locks(void);
+extern bool gunique_onconflict_checking(void);
 
 #endif							/* GUNIQUE_ONCONFLICT_H */

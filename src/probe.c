@@ -61,6 +61,7 @@
 #include "keepkey.h"
 #include "keylock.h"
 #include "keymap.h"
+#include "onconflict.h"
 #include "probe.h"
 #include "probegroup.h"
 #include "probescan.h"
@@ -159,8 +160,10 @@ report_conflict(Relation index, Relation heap, Relation holder,
 			 !elsewhere ? errdetail("Key %s already exists.", key_desc) :
 			 errdetail("Key %s already exists in partition \"%s\".",
 					   key_desc, RelationGetRelationName(holder)),
-			 elsewhere && checkUnique == UNIQUE_CHECK_PARTIAL ?
-			 errhint("INSERT ... ON CONFLICT resolves conflicts within one partition only; this key is held by another partition.") : 0,
+			 !elsewhere || checkUnique != UNIQUE_CHECK_PARTIAL ? 0 :
+			 gunique_onconflict_checking() ?
+			 errhint("Another transaction inserted the key into another partition, without ON CONFLICT, after this statement checked for it.") :
+			 errhint("ON CONFLICT DO UPDATE, and DO NOTHING where a trigger or a generated column may change the key, resolve conflicts only within the partition the new row goes to."),
 			 errtableconstraint(heap, RelationGetRelationName(index))));
 }
 
@@ -616,6 +619,8 @@ probe_wait(ProbeFinding *finding)
 {
 	Relation	holder;
 
+	/* never wait holding an upsert lock (onconflict.c) */
+	gunique_onconflict_release_locks();
 	if (finding->speculative_token != 0)
 	{
 		SpeculativeInsertionWait(finding->xwait, finding->speculative_token);

@@ -18,6 +18,10 @@
 # duplicates are refused with SQLSTATE 23505, and the foreign keys are
 # there (before PostgreSQL 18, on the btree indexes) and refuse orphans.
 #
+# A dump made with --inserts --on-conflict-do-nothing restores too, and its
+# rows loaded again into the restored tables are all skipped (PostgreSQL 18;
+# refused with a clear error before).
+#
 # Then dumps whose data hold a duplicate key in two partitions: restoring
 # them fails with the key and both partitions named, and leaves that index
 # invalid (never a valid index over duplicates).
@@ -325,6 +329,44 @@ for my $r (@restores)
 	is($ret, 0, "$how: restore succeeds");
 	is($err, '', "$how: restore prints no error or warning");
 	check_restored($db, $how);
+}
+
+# pg_dump --inserts --on-conflict-do-nothing: the whole dump loads on every
+# version (it creates the indexes after the rows); its data loaded again
+# into the restored tables is skipped row by row on PostgreSQL 18, and
+# refused with gunique's error before 18 (PostgreSQL 15 and 17 arbitrate
+# ON CONFLICT only with btree).
+my $inserts = "$tmp/inserts.sql";
+my $inserts_data = "$tmp/inserts-data.sql";
+($ret, $out, $err) = run_cmd('pg_dump', '--inserts', '--on-conflict-do-nothing',
+	'-f', $inserts, '-d', $node->connstr('src'));
+is($ret, 0, 'pg_dump --inserts --on-conflict-do-nothing') or diag $err;
+($ret, $out, $err) = run_cmd('pg_dump', '--data-only', '--inserts',
+	'--on-conflict-do-nothing', '--rows-per-insert=7',
+	'-f', $inserts_data, '-d', $node->connstr('src'));
+is($ret, 0, 'pg_dump --data-only --inserts --on-conflict-do-nothing') or diag $err;
+$node->safe_psql('postgres', 'CREATE DATABASE r_inserts');
+($ret, $out, $err) = run_cmd('psql', '-X', '-q', '-v', 'ON_ERROR_STOP=1',
+	'-f', $inserts, '-d', $node->connstr('r_inserts'));
+is($ret, 0, 'psql from --inserts --on-conflict-do-nothing: restore succeeds') or diag $err;
+check_restored('r_inserts', 'psql from --inserts --on-conflict-do-nothing');
+($ret, $out, $err) = run_cmd('psql', '-X', '-q', '-v', 'ON_ERROR_STOP=1',
+	'-f', $inserts_data, '-d', $node->connstr('r_inserts'));
+if ($node->pg_version >= 18)
+{
+	is($ret, 0, 'the same rows loaded again with ON CONFLICT DO NOTHING')
+	  or diag $err;
+	is($node->safe_psql('r_inserts', $rows_sql), $src_rows,
+		'the same rows loaded again: every row skipped');
+	is($node->safe_psql('r_inserts', $verify_sql), '',
+		'the same rows loaded again: gunique_verify is clean');
+}
+else
+{
+	isnt($ret, 0, 'the same rows loaded again: refused before PostgreSQL 18');
+	like($err,
+		qr/INSERT \.\.\. ON CONFLICT is not supported on a table with a gunique index before PostgreSQL 18/,
+		'the same rows loaded again: with gunique\'s error');
 }
 
 # A plain dump with a duplicate id added to the COPY data of another

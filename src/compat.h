@@ -20,9 +20,12 @@
 /*
  * Before PostgreSQL 18, BuildSpeculativeIndexInfo raises an internal error
  * for a unique index that is not btree, so ON CONFLICT cannot work at all on
- * a table with a gunique index.
+ * a table with a gunique index; unless the server has the change in
+ * contrib-patches/, which says so in catalog/index.h (a server built with
+ * it must be the one that loads this build).
  */
-#if PG_VERSION_NUM < 180000
+#include "catalog/index.h"
+#if PG_VERSION_NUM < 180000 && !defined(SPECULATIVE_INDEX_ANY_ORDERED_AM)
 #define GUNIQUE_NO_SPECULATIVE_INSERT 1
 #endif
 

@@ -55,6 +55,7 @@
 #include "storage/lmgr.h"
 #include "storage/lock.h"
 #include "utils/fmgroids.h"
+#include "utils/hsearch.h"
 #include "utils/inval.h"
 #include "utils/lsyscache.h"
 #include "utils/rel.h"
@@ -375,20 +376,64 @@ has_before_insert_row_trigger(Oid relid)
 }
 
 /*
+ * Whether the relations a target's rows can reach have BEFORE INSERT row
+ * triggers, by target, as of relcache_generation: any relcache
+ * invalidation (CREATE TRIGGER, ATTACH and the like send one for the
+ * relations they change) makes every answer stale.
+ */
+typedef struct TriggerAnswer
+{
+	Oid			target;			/* hash key */
+	uint64		generation;
+	bool		triggers;
+} TriggerAnswer;
+
+static HTAB *trigger_answers = NULL;
+static uint64 relcache_generation = 1;
+
+static void
+relcache_changed(Datum arg, Oid relid)
+{
+	relcache_generation++;
+}
+
+/*
  * May a row routed from the target table have its key changed before it
  * is inserted?  A BEFORE INSERT row trigger of any relation the row can
- * reach may change it, so the check leaves such tables alone.
+ * reach may change it, so the check leaves such tables alone.  The caller
+ * has processed invalidations.
  */
 static bool
 target_has_before_triggers(Oid target)
 {
-	List	   *members = find_all_inheritors(target, NoLock, NULL);
+	uint64		generation = relcache_generation;
+	TriggerAnswer *answer;
+	List	   *members;
+	bool		found;
+	bool		triggers = false;
 	ListCell   *lc;
 
+	if (trigger_answers == NULL)
+	{
+		HASHCTL		ctl;
+
+		ctl.keysize = sizeof(Oid);
+		ctl.entrysize = sizeof(TriggerAnswer);
+		trigger_answers = hash_create("gunique ON CONFLICT triggers", 16,
+									  &ctl, HASH_ELEM | HASH_BLOBS);
+	}
+	answer = hash_search(trigger_answers, &target, HASH_FIND, NULL);
+	if (answer != NULL && answer->generation == generation)
+		return answer->triggers;
+
+	members = find_all_inheritors(target, NoLock, NULL);
 	foreach(lc, members)
-		if (has_before_insert_row_trigger(lfirst_oid(lc)))
-			return true;
-	return false;
+		if ((triggers = has_before_insert_row_trigger(lfirst_oid(lc))))
+			break;
+	answer = hash_search(trigger_answers, &target, HASH_ENTER, &found);
+	answer->generation = generation;	/* as of before the catalogs were read */
+	answer->triggers = triggers;
+	return triggers;
 }
 
 static Node *
@@ -777,6 +822,7 @@ void
 gunique_onconflict_init(void)
 {
 	RegisterCustomScanMethods(&conflict_scan_methods);
+	CacheRegisterRelcacheCallback(relcache_changed, (Datum) 0);
 	RegisterXactCallback(upsert_xact_callback, NULL);
 	RegisterSubXactCallback(upsert_subxact_callback, NULL);
 }

@@ -163,7 +163,7 @@ report_conflict(Relation index, Relation heap, Relation holder,
 			 !elsewhere || checkUnique != UNIQUE_CHECK_PARTIAL ? 0 :
 			 gunique_onconflict_checking() ?
 			 errhint("Another transaction inserted the key into another partition, without ON CONFLICT, after this statement checked for it.") :
-			 errhint("ON CONFLICT DO UPDATE, and DO NOTHING where a trigger or a generated column may change the key, resolve conflicts only within the partition the new row goes to."),
+			 errhint("ON CONFLICT DO UPDATE, and DO NOTHING where a trigger or a generated column may change the key, resolve conflicts only within the partition the new row goes to; use MERGE or UPDATE for a row that may be in another partition."),
 			 errtableconstraint(heap, RelationGetRelationName(index))));
 }
 

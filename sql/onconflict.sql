@@ -192,4 +192,12 @@ CREATE UNIQUE INDEX gen_id ON gen USING gunique (id);
 INSERT INTO gen (x, p) VALUES (1, 1);
 INSERT INTO gen (x, p) VALUES (1, 2) ON CONFLICT DO NOTHING;
 
+-- A gunique index made on a partition alone: nothing else to look in.
+CREATE TABLE own (id int, p int) PARTITION BY LIST (p);
+CREATE TABLE own1 PARTITION OF own FOR VALUES IN (1);
+CREATE UNIQUE INDEX own1_id ON own1 USING gunique (id);
+INSERT INTO own1 VALUES (1, 1) ON CONFLICT DO NOTHING;
+INSERT INTO own1 VALUES (1, 1) ON CONFLICT DO NOTHING;
+SELECT * FROM own;
+
 DROP SCHEMA goc CASCADE;

@@ -36,7 +36,6 @@
 #include "fkey.h"
 #include "handler.h"
 #include "merge.h"
-#include "onconflict.h"
 #include "probe.h"
 #include "probegroup.h"
 #include "summary.h"
@@ -223,7 +222,6 @@ gunique_insert(Relation index, Datum *values, bool *isnull,
 	result = gunique_btinsert(index, values, isnull, heap_tid, heap,
 							  checkUnique, indexUnchanged, indexInfo);
 	gunique_probe_after_insert(&probe);
-	gunique_onconflict_release_locks();
 	return result;
 }
 

@@ -1134,7 +1134,7 @@ lookup_explain(CustomScanState *node, List *ancestors, ExplainState *es)
 }
 
 /*
- * A reader of a whole gunique tree for other modules (conflictskip.c): the
+ * A reader of a whole gunique tree for other modules (onconflict.c): the
  * lookup without its plan node.  "table" is the tree's top table, "index"
  * its top index, both locked by the caller; "snapshot" is a dirty one,
  * which takes no predicate locks and sees each leaf as it is, every key of
@@ -1154,7 +1154,8 @@ gunique_lookup_reader_begin(Relation table, Relation index, Snapshot snapshot)
 	state->rowcxt = AllocSetContextCreate(CurrentMemoryContext,
 										  "gunique lookup rows",
 										  ALLOCSET_SMALL_SIZES);
-	state->pdir = CreatePartitionDirectory(CurrentMemoryContext, true);
+	/* a partition being detached holds its keys until it is gone */
+	state->pdir = CreatePartitionDirectory(CurrentMemoryContext, false);
 	return (GuniqueLookupReader *) state;
 }
 

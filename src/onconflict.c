@@ -160,12 +160,12 @@ gunique_onconflict_plan(PlannedStmt *stmt)
 }
 
 void
-gunique_onconflict_release_locks(void)
+gunique_onconflict_release_locks(Oid top)
 {
 }
 
 bool
-gunique_onconflict_checking(void)
+gunique_onconflict_checking(Oid top)
 {
 	return false;
 }
@@ -181,8 +181,9 @@ gunique_onconflict_checking(void)
 
 typedef struct HeldUpsertLock
 {
-	LOCKTAG		tag;
-	SubTransactionId subid;		/* owned by this subtransaction */
+	LOCKTAG		tag;			/* field2 is the tree's top index */
+	SubTransactionId subid;		/* taken in this subtransaction */
+	ResourceOwner owner;		/* and under this owner */
 } HeldUpsertLock;
 
 #define MAX_HELD_UPSERT_LOCKS 32
@@ -190,8 +191,20 @@ typedef struct HeldUpsertLock
 static HeldUpsertLock held_locks[MAX_HELD_UPSERT_LOCKS];
 static int	nheld_locks = 0;
 
-/* Conflict checks running (nested statements may run their own). */
-static int	active_checks = 0;
+/*
+ * The trees whose keys a running conflict check checks (nested statements
+ * may run their own), for the probe's hint.
+ */
+typedef struct ActiveCheck
+{
+	Oid			top;
+	SubTransactionId subid;
+} ActiveCheck;
+
+#define MAX_ACTIVE_CHECKS 64
+
+static ActiveCheck active_checks[MAX_ACTIVE_CHECKS];
+static int	nactive_checks = 0;
 
 /* What the plan gives the check in custom_private: the indexes to check. */
 #define CONFLICT_CHECK_NAME "GuniqueConflictCheck"
@@ -240,13 +253,31 @@ static const CustomExecMethods conflict_exec_methods = {
 	.ExplainCustomScan = conflict_explain,
 };
 
-/* Release every upsert lock held: the row they were taken for is in. */
+/*
+ * Release the upsert locks held for the keys of a tree (InvalidOid: of
+ * every tree), each under the resource owner that took it: a release
+ * may come from a subtransaction the lock was not taken in.
+ */
 static void
-upsert_locks_release(void)
+upsert_locks_release(Oid top)
 {
+	ResourceOwner saved = CurrentResourceOwner;
+	int			kept = 0;
+
 	for (int i = 0; i < nheld_locks; i++)
-		LockRelease(&held_locks[i].tag, ExclusiveLock, false);
-	nheld_locks = 0;
+	{
+		HeldUpsertLock *held = &held_locks[i];
+
+		if (OidIsValid(top) && held->tag.locktag_field2 != top)
+		{
+			held_locks[kept++] = *held;
+			continue;
+		}
+		CurrentResourceOwner = held->owner;
+		LockRelease(&held->tag, ExclusiveLock, false);
+		CurrentResourceOwner = saved;
+	}
+	nheld_locks = kept;
 }
 
 static void
@@ -255,65 +286,110 @@ upsert_lock_acquire(Oid top, uint32 hash)
 	HeldUpsertLock *held;
 
 	if (nheld_locks == MAX_HELD_UPSERT_LOCKS)
-		elog(ERROR, "too many gunique upsert locks held");
+		ereport(ERROR,
+				(errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
+				 errmsg("too many gunique indexes checked for one row by INSERT ... ON CONFLICT DO NOTHING"),
+				 errdetail("At most %d keys of a row can be checked at once.",
+						   MAX_HELD_UPSERT_LOCKS)));
 	held = &held_locks[nheld_locks];
 	SET_LOCKTAG_ADVISORY(held->tag, MyDatabaseId, top, hash,
 						 UPSERT_LOCK_FIELD4);
 	held->subid = GetCurrentSubTransactionId();
+	held->owner = CurrentResourceOwner;
 	(void) LockAcquire(&held->tag, ExclusiveLock, false, false);
 	nheld_locks++;
 }
 
 /*
- * A gunique insert is done: its entry is in the leaf, where every later
- * check finds it.  (A row with two checked keys releases both at its
- * first insert; the second key's check then races with its insert as a
- * plain insert's would: src/README.)
+ * A gunique insert into a tree is done, or its probe is about to wait for
+ * a transaction: the upsert locks of that tree's keys go.  An entry in a
+ * leaf is found by every later check.
  */
 void
-gunique_onconflict_release_locks(void)
+gunique_onconflict_release_locks(Oid top)
 {
 	if (nheld_locks > 0)
-		upsert_locks_release();
+		upsert_locks_release(top);
+}
+
+static void
+active_checks_push(Oid top)
+{
+	if (nactive_checks == MAX_ACTIVE_CHECKS)
+		return;					/* only the probe's hint reads them */
+	active_checks[nactive_checks].top = top;
+	active_checks[nactive_checks].subid = GetCurrentSubTransactionId();
+	nactive_checks++;
+}
+
+static void
+active_checks_pop(Oid top)
+{
+	for (int i = nactive_checks - 1; i >= 0; i--)
+		if (active_checks[i].top == top)
+		{
+			active_checks[i] = active_checks[--nactive_checks];
+			return;
+		}
 }
 
 /*
- * Is a conflict check of ON CONFLICT DO NOTHING running?  Then a conflict
- * in another partition found by a probe is one the check could not see:
- * a plain insert's.
+ * Does a running conflict check of ON CONFLICT DO NOTHING check the keys
+ * of this tree?  Then a conflict in another partition that a probe finds
+ * may be a plain insert's, made after the check.
  */
 bool
-gunique_onconflict_checking(void)
+gunique_onconflict_checking(Oid top)
 {
-	return active_checks > 0;
+	for (int i = 0; i < nactive_checks; i++)
+		if (active_checks[i].top == top)
+			return true;
+	return false;
 }
 
-/* An aborted (sub)transaction released the locks it took. */
+/* The transaction's end released the locks, and ended the checks. */
 static void
 upsert_xact_callback(XactEvent event, void *arg)
 {
 	nheld_locks = 0;
-	active_checks = 0;
+	nactive_checks = 0;
 }
 
+/*
+ * A subtransaction's abort released the locks taken in it, and ended the
+ * checks begun in it; its commit leaves them to its parent.
+ */
 static void
 upsert_subxact_callback(SubXactEvent event, SubTransactionId mySubid,
 						SubTransactionId parentSubid, void *arg)
 {
 	int			kept = 0;
 
+	if (event != SUBXACT_EVENT_ABORT_SUB && event != SUBXACT_EVENT_COMMIT_SUB)
+		return;
 	for (int i = 0; i < nheld_locks; i++)
 	{
 		if (held_locks[i].subid == mySubid)
 		{
 			if (event == SUBXACT_EVENT_ABORT_SUB)
 				continue;
-			if (event == SUBXACT_EVENT_COMMIT_SUB)
-				held_locks[i].subid = parentSubid;
+			held_locks[i].subid = parentSubid;
 		}
 		held_locks[kept++] = held_locks[i];
 	}
 	nheld_locks = kept;
+	kept = 0;
+	for (int i = 0; i < nactive_checks; i++)
+	{
+		if (active_checks[i].subid == mySubid)
+		{
+			if (event == SUBXACT_EVENT_ABORT_SUB)
+				continue;
+			active_checks[i].subid = parentSubid;
+		}
+		active_checks[kept++] = active_checks[i];
+	}
+	nactive_checks = kept;
 }
 
 /* Does any column the index reads have a generated value? */
@@ -466,6 +542,14 @@ conflict_open(ConflictCheckState *state, CheckedIndex *ci, Relation table,
 	if (ci->info->ii_Predicate != NIL)
 		ci->predicate = ExecPrepareQual(ci->info->ii_Predicate, estate);
 	ci->top = gunique_tree_top(indexoid);
+
+	/* an index on a partition alone has no other partition to look in */
+	if (get_rel_relkind(IndexGetRelation(ci->top, false)) !=
+		RELKIND_PARTITIONED_TABLE)
+	{
+		index_close(ci->index, RowExclusiveLock);
+		return false;
+	}
 	ci->topindex = index_open(ci->top, AccessShareLock);
 	ci->toptable = table_open(IndexGetRelation(ci->top, false),
 							  AccessShareLock);
@@ -503,8 +587,10 @@ conflict_begin(CustomScanState *node, EState *estate, int eflags)
 			state->nchecked++;
 	}
 	table_close(table, NoLock);
-	if (state->nchecked > 0)
-		active_checks++;
+	for (int i = 0; i < state->nchecked; i++)
+		active_checks_push(state->checked[i].top);
+	/* it returns its child's slots */
+	node->ss.ps.resultopsfixed = false;
 }
 
 /* Wait for the transaction that is inserting or deleting the row found. */
@@ -571,12 +657,21 @@ conflict_check_key(ConflictCheckState *state, CheckedIndex *ci,
 	GuniqueKeyImage image;
 	GuniqueLookupHit hit;
 
-	gunique_keymap_image(&image, &ci->map, values, isnull);
-	upsert_lock_acquire(ci->top, image.hashed ?
-						(uint32) (image.hash ^ (image.hash >> 32)) : 0);
+	/*
+	 * Look first without the upsert lock: a row found needs none, and the
+	 * lookup locks the partitions it searches, which a second one under
+	 * the upsert lock then finds locked (its holder must not wait for
+	 * relation locks: src/README).
+	 */
 	if (!gunique_lookup_reader_find(ci->reader, values, isnull, &hit))
-		return CHECK_CLEAR;
-	upsert_locks_release();
+	{
+		gunique_keymap_image(&image, &ci->map, values, isnull);
+		upsert_lock_acquire(ci->top, image.hashed ?
+							(uint32) (image.hash ^ (image.hash >> 32)) : 0);
+		if (!gunique_lookup_reader_find(ci->reader, values, isnull, &hit))
+			return CHECK_CLEAR;
+	}
+	upsert_locks_release(InvalidOid);
 	if (TransactionIdIsValid(hit.xwait))
 	{
 		conflict_wait(&hit);
@@ -597,7 +692,7 @@ conflict_row_held(ConflictCheckState *state, TupleTableSlot *slot)
 
 	/*
 	 * FormIndexDatum evaluates expressions in the per-tuple context, which
-	 * ModifyTable resets for each row.
+	 * conflict_exec resets for each row.
 	 */
 	ExprContext *econtext = GetPerTupleExprContext(estate);
 	TupleTableSlot *saved = econtext->ecxt_scantuple;
@@ -639,7 +734,9 @@ conflict_exec(CustomScanState *node)
 		TupleTableSlot *slot;
 
 		/* the last row returned is in, or was left out by the executor */
-		upsert_locks_release();
+		upsert_locks_release(InvalidOid);
+		/* as ModifyTable does before each row it asks for */
+		ResetPerTupleExprContext(state->css.ss.ps.state);
 		slot = ExecProcNode(outerPlanState(state));
 		if (TupIsNull(slot) || !conflict_row_held(state, slot))
 			return slot;
@@ -652,13 +749,12 @@ conflict_end(CustomScanState *node)
 {
 	ConflictCheckState *state = (ConflictCheckState *) node;
 
-	upsert_locks_release();
-	if (state->nchecked > 0 && active_checks > 0)
-		active_checks--;
+	upsert_locks_release(InvalidOid);
 	for (int i = 0; i < state->nchecked; i++)
 	{
 		CheckedIndex *ci = &state->checked[i];
 
+		active_checks_pop(ci->top);
 		gunique_lookup_reader_end(ci->reader);
 		table_close(ci->toptable, NoLock);
 		index_close(ci->topindex, NoLock);
@@ -670,7 +766,7 @@ conflict_end(CustomScanState *node)
 static void
 conflict_rescan(CustomScanState *node)
 {
-	upsert_locks_release();
+	upsert_locks_release(InvalidOid);
 	if (outerPlanState(node)->chgParam == NULL)
 		ExecReScan(outerPlanState(node));
 }

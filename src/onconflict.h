@@ -12,7 +12,7 @@
 
 extern void gunique_onconflict_init(void);
 extern PlannedStmt *gunique_onconflict_plan(PlannedStmt *stmt);
-extern void gunique_onconflict_release_locks(void);
-extern bool gunique_onconflict_checking(void);
+extern void gunique_onconflict_release_locks(Oid top);
+extern bool gunique_onconflict_checking(Oid top);
 
 #endif							/* GUNIQUE_ONCONFLICT_H */

@@ -142,7 +142,7 @@ probe_lock_hash(ProbeGroup *pg, GuniqueKeyImage *key, Datum *values,
 static void
 report_conflict(Relation index, Relation heap, Relation holder,
 				ProbeFinding *finding, Datum *values, bool *isnull,
-				IndexUniqueCheck checkUnique)
+				IndexUniqueCheck checkUnique, Oid topindex)
 {
 	char	   *key_desc;
 	bool		elsewhere = RelationGetRelid(holder) != RelationGetRelid(heap);
@@ -161,8 +161,8 @@ report_conflict(Relation index, Relation heap, Relation holder,
 			 errdetail("Key %s already exists in partition \"%s\".",
 					   key_desc, RelationGetRelationName(holder)),
 			 !elsewhere || checkUnique != UNIQUE_CHECK_PARTIAL ? 0 :
-			 gunique_onconflict_checking() ?
-			 errhint("Another transaction inserted the key into another partition, without ON CONFLICT, after this statement checked for it.") :
+			 gunique_onconflict_checking(topindex) ?
+			 errhint("Another transaction may have inserted the key into another partition, without ON CONFLICT, after this statement checked for it.") :
 			 errhint("ON CONFLICT DO UPDATE, and DO NOTHING where a trigger or a generated column may change the key, resolve conflicts only within the partition the new row goes to; use MERGE or UPDATE for a row that may be in another partition."),
 			 errtableconstraint(heap, RelationGetRelationName(index))));
 }
@@ -619,8 +619,6 @@ probe_wait(ProbeFinding *finding)
 {
 	Relation	holder;
 
-	/* never wait holding an upsert lock (onconflict.c) */
-	gunique_onconflict_release_locks();
 	if (finding->speculative_token != 0)
 	{
 		SpeculativeInsertionWait(finding->xwait, finding->speculative_token);
@@ -798,9 +796,11 @@ gunique_probe_before_insert(GuniqueProbe *probe, Relation index,
 			counts[GUNIQUE_STAT_CONFLICTS]++;
 			gunique_stats_add(index, counts);
 			report_conflict(index, heap, holder, &finding, values, isnull,
-							checkUnique);
+							checkUnique, pg->topindex);
 		}
 		counts[GUNIQUE_STAT_WAITS]++;
+		/* never wait holding an upsert lock (onconflict.c) */
+		gunique_onconflict_release_locks(pg->topindex);
 		probe_wait(&finding);
 	}
 	gunique_stats_add(index, counts);
@@ -825,6 +825,7 @@ gunique_probe_after_insert(GuniqueProbe *probe)
 	if (pg == NULL)
 		return;
 	LWLockRelease(probe->keylock);
+	gunique_onconflict_release_locks(pg->topindex);
 	if (pg->filters_wanted || pg->group_filter_wanted || probe->cover != 0)
 		ask_filters(pg, probe->index);
 }

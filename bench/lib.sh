@@ -42,6 +42,7 @@ scale_params()
 		W3B_BASE=10000 W3B_TX=2       # workload 3b: rows before the run, transactions of 1,000 rows per client
 		W4_ROWS=200000 W4_SECS=2      # workload 4: accounts, seconds per contender and mode
 		W6_SCALE=2 W6_SECS=4          # workload 6: pgbench -s (100,000 accounts each), seconds per contender and mode
+		W7_BASE=20000 W7_TX=3         # workload 7: older rows before the run, transactions of 1,000 rows per client
 		;;
 	small)                            # about 10 minutes on 2 cores, one run
 		W1_N=600000
@@ -51,6 +52,7 @@ scale_params()
 		W3B_BASE=100000 W3B_TX=10
 		W4_ROWS=2000000 W4_SECS=5
 		W6_SCALE=20 W6_SECS=20
+		W7_BASE=500000 W7_TX=40
 		;;
 	seed | large)                     # large: workload 5 only, see bench/README.md
 		W1_N=6000000
@@ -60,6 +62,7 @@ scale_params()
 		W3B_BASE=1000000 W3B_TX=900
 		W4_ROWS=20000000 W4_SECS=60
 		W6_SCALE=20 W6_SECS=60        # the talk's -s 20
+		W7_BASE=5000000 W7_TX=200
 		;;
 	*)
 		die "unknown scale '$1' (tiny, small, seed or large)"
@@ -111,6 +114,11 @@ scale_params()
 		esac
 	done
 	W6_CLIENTS=${BENCH_CLIENTS:-8}
+	W7_PARTITIONS=${BENCH_W7_PARTITIONS:-8 64}
+	for p in $W7_PARTITIONS; do
+		[[ "$p" =~ ^[0-9]+$ ]] && [ "$p" -ge 2 ] || die "BENCH_W7_PARTITIONS: '$p' is not a partition count of 2 or more"
+	done
+	W7_CLIENTS=10                 # as 3b
 }
 
 # ---------------------------------------------------------------------------

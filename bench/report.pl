@@ -163,7 +163,7 @@ p "- prewarm: $meta{prewarm}\n" if $meta{prewarm};
 }
 p "- scale $meta{scale}: $meta{params}\n";
 p "- contenders: $meta{contenders}\n";
-my @took = map { defined $meta{"elapsed_w$_"} ? "workload $_: $meta{\"elapsed_w$_\"} s" : () } 1 .. 6;
+my @took = map { defined $meta{"elapsed_w$_"} ? "workload $_: $meta{\"elapsed_w$_\"} s" : () } 1 .. 7;
 p "- wall-clock time: ", join(', ', @took), "\n" if @took;
 p "\n";
 p "Contenders: `local` a unique btree that includes the partition key (unique per partition only: ",
@@ -367,6 +367,69 @@ if ($val{w6}) {
 			}
 			p "\n", spread_line();
 		}
+	}
+}
+
+# Workload 7: de-duplicating ingest with ON CONFLICT DO NOTHING --------------
+if ($val{w7}) {
+	my @n = sort { $a <=> $b } grep { /^\d+$/ } keys %{ $val{w7} };
+	p "## Workload 7: de-duplicating ingest, INSERT ... ON CONFLICT DO NOTHING (pgbench)\n\n";
+	p "`w7(id bigint, day date, payload text)`; 10 clients, each transaction inserts a batch of 1,000 ids with ",
+	  "`INSERT ... SELECT ... ON CONFLICT (id) DO NOTHING`, 200 of which (20%) the table already holds ",
+	  "(with `gunique`, each in another partition than the one the new row's day routes it to); batches share no id. ",
+	  "`single` one unpartitioned table with a unique btree on id; `local` hash-partitioned on id into the same number ",
+	  "of partitions, a primary key on id (a duplicate lands in the partition that holds its id); `gunique` ",
+	  "range-partitioned on day, one day per partition, `CREATE UNIQUE INDEX ... USING gunique (id)`. ",
+	  "Medians of the runs; each ratio is of medians, and in brackets the lowest and highest ratio of one run's values. ",
+	  "After every run each table held every id exactly once (sanity checks below). ",
+	  "Rows per second count the 1,000 rows tried per transaction, 800 of them inserted.\n\n";
+	my $refused = sub { my ($n) = @_; $val{w7}{$n}{refused} && $val{w7}{$n}{refused}{gunique} };
+	if (grep { $refused->($_) } @n) {
+		p "**gunique: refused by this server.** Before PostgreSQL 18 (without the core change of `contrib-patches/`), ",
+		  "PostgreSQL arbitrates ON CONFLICT only with btree indexes, and gunique refuses any `INSERT ... ON CONFLICT` ",
+		  "on a table with a gunique index (\"INSERT ... ON CONFLICT is not supported on a table with a gunique index ",
+		  "before PostgreSQL 18\"): nothing to measure.\n\n";
+	}
+	my $pair = sub {
+		my ($n, $step, $c1, $c2) = @_;
+		return 'refused' if ($c1 eq 'gunique' || $c2 eq 'gunique') && $refused->($n);
+		my ($r1, $r2) = ($byrun{w7}{$n}{$step}{$c1}, $byrun{w7}{$n}{$step}{$c2});
+		return 'n/a' unless $r1 && $r2 && %$r1 && %$r2;
+		my $m2 = median(values %$r2);
+		return 'n/a' unless $m2 > 0;
+		my $s = sprintf('×%.2f', median(values %$r1) / $m2);
+		my @per = sort { $a <=> $b } map { $r1->{$_} / $r2->{$_} } grep { exists $r2->{$_} && $r2->{$_} > 0 } keys %$r1;
+		$s .= sprintf(' [%.2f–%.2f]', $per[0], $per[-1]) if @per > 1;
+		return $s;
+	};
+	my %steps = (tps => 'transactions per second (higher is faster)',
+				 rows => 'rows per second, tried (higher is faster)',
+				 latency => 'average latency, ms (lower is faster)');
+	for my $step (qw(tps rows latency)) {
+		my @cc = grep { my $c = $_; grep { $val{w7}{$_}{$step}{$c} || ($c eq 'gunique' && $refused->($_)) } @n }
+		  qw(single local gunique);
+		next unless @cc;
+		p "### $steps{$step}\n\n";
+		p "| partitions | ", join(' | ', @cc), " | gunique / single | gunique / local | spread (max/min of runs) |\n";
+		p "|---:|", join('', map { '---:|' } @cc), "---:|---:|---|\n";
+		for my $n (@n) {
+			my $v = $val{w7}{$n}{$step};
+			my @spread;
+			my @cells = map {
+				my $c = $_;
+				if ($c eq 'gunique' && $refused->($n)) { 'refused' }
+				elsif ($v->{$c} && @{ $v->{$c} }) {
+					note_spread("$n partitions $step $c", @{ $v->{$c} });
+					my @s = sort { $a <=> $b } @{ $v->{$c} };
+					push @spread, sprintf('%s %.2f', $c, $s[-1] / $s[0]) if @s > 1 && $s[0] > 0;
+					fmt(median(@{ $v->{$c} }));
+				}
+				else { 'n/a' }
+			} @cc;
+			p "| $n | ", join(' | ', @cells), " | ", $pair->($n, $step, 'gunique', 'single'), " | ",
+			  $pair->($n, $step, 'gunique', 'local'), " | ", (@spread ? join(', ', @spread) : '–'), " |\n";
+		}
+		p "\n", spread_line();
 	}
 }
 

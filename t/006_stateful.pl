@@ -13,6 +13,10 @@
 # and one of 40 range partitions (a group of 16 or more leaves has a group
 # filter) with a gunique index on a column that is not the partition key.
 # At times a pgbench load inserts keys from a sequence beside the DDL.
+# On PostgreSQL 18 the sessions also run INSERT ... ON CONFLICT DO NOTHING
+# (upserts, see below); on 15 and 17, which refuse ON CONFLICT on such a
+# table, none is generated, and a seed makes the same steps as before
+# upserts were added (the operations and their weights are those of before).
 #
 # A model in Perl knows the committed rows of every partition, what each
 # open or prepared transaction and each savepoint has done, and predicts
@@ -21,11 +25,48 @@
 # outcomes.  A statement that waits is left waiting, and other sessions go
 # on (waits are found with pg_isolation_test_session_is_blocked(), as
 # isolationtester finds them, never by timing); it is judged when it ends.
+# Upserts (PostgreSQL 18): of one row and of many, into t or into one
+# partition, with and without the conflict target (k), with and without
+# RETURNING; keys new, held by committed rows (in other partitions or the
+# target), by the session's own transaction, by other open or prepared
+# transactions, by another session's waiting upsert, repeated within the
+# statement, and committed bulk keys.  The model's rules:
+#   - a row is inserted iff its key is free for the statement's
+#     transaction when its turn comes: no committed live row and no row of
+#     its own transaction (earlier rows of the statement included) in any
+#     attached partition, in that transaction's view;
+#   - a key another transaction inserts or deletes makes the statement
+#     wait: it is judged when it ends, after that transaction did (it
+#     committed: the row is skipped if the key is then held; rolled back:
+#     inserted if free), and it must not end while that transaction still
+#     holds the key;
+#   - it must succeed, or be a deadlock victim once it waited; never a
+#     unique violation.  Plain INSERT, COPY and UPDATE of a key are kept
+#     away from a running upsert of the key, and an upsert from a key a
+#     running plain statement writes: the race that README documents (a
+#     plain insert between the check and the insert) is not modeled.
+#     No upsert starts while a DDL statement waits, nor DDL while an
+#     upsert waits (one ending before the other is seen to end would be
+#     judged out of order); beside DDL open in another transaction when
+#     it begins or ends, a detached partition (23514), a deadlock and a
+#     serialization failure are legal too, and a unique violation only
+#     while a partition that may hold the key is being attached;
+#   - RETURNING gives exactly the rows inserted, psql's ROW_COUNT their
+#     number, and its backend holds no upsert lock once it has ended.
+# Where work the model cannot order decides a row (DDL, or a waiting
+# upsert of the key in autocommit that may have committed it first), the
+# statement has RETURNING (asked for whenever another transaction may
+# decide a row when the statement begins), and the row's fate is taken
+# from it; the checks below then cover it.
+#
 # Every few steps all sessions end their transactions, and then:
+#   - no upsert lock is held (an advisory lock with field4 0x6775, which
+#     pg_locks shows as objsubid 26485);
 #   - gunique_verify() reports nothing and no key appears twice;
 #   - the rows of every partition (attached or not) are the model's;
 #   - every live key is refused from another partition (from every other
-#     one with 4 partitions), in a subtransaction rolled back;
+#     one with 4 partitions), in a subtransaction rolled back, and (18)
+#     skipped there by one upsert of them all, through a WITH query;
 #   - the server log holds no assertion failure, PANIC, internal error
 #     (XX000) or signal other than the test's own SIGKILL;
 # and the pgbench load saw no error but "no partition for the row" or a
@@ -105,6 +146,8 @@ log_line_prefix = '%m [%p] %e: '
 log_min_messages = warning
 });
 $node->start;
+# INSERT ... ON CONFLICT DO NOTHING across partitions: PostgreSQL 18 only
+my $pg18 = $node->pg_version >= 18;
 $node->safe_psql(
 	'postgres', q{
 CREATE EXTENSION gunique;
@@ -163,18 +206,18 @@ sub sess_send
 	my ($s, $sql, $data) = @_;
 	$s->{seq}++;
 	$s->{copy} = defined $data;
-	$s->{in} .= "$sql;\n" . ($data // '') . "\\echo \@\@END $s->{seq} :SQLSTATE \@\@\n";
+	$s->{in} .= "$sql;\n" . ($data // '') . "\\echo \@\@END $s->{seq} :SQLSTATE :ROW_COUNT \@\@\n";
 	$s->{h}->pump_nb;
 }
 
-# Has the last statement ended?  Then (sqlstate, stdout).
+# Has the last statement ended?  Then (sqlstate, stdout, psql's ROW_COUNT).
 sub sess_poll
 {
 	my ($s) = @_;
 	$s->{h}->pump_nb if $s->{h}->pumpable;
-	if ($s->{out} =~ s/^(.*?)\@\@END $s->{seq} (\S+) \@\@\n//s)
+	if ($s->{out} =~ s/^(.*?)\@\@END $s->{seq} (\S+) (\S+) \@\@\n//s)
 	{
-		my ($out, $st) = ($1, $2);
+		my ($out, $st, $rows) = ($1, $2, $3);
 		# psql does not set SQLSTATE after COPY FROM STDIN: take it from
 		# the error, if any
 		if ($s->{copy})
@@ -184,7 +227,7 @@ sub sess_poll
 		$s->{lasterr} = $s->{err};
 		$s->{err} = '';
 		chomp $out;
-		return ($st, $out);
+		return ($st, $out, $rows);
 	}
 	return ('dead', '') unless $s->{h}->pumpable;
 	return;
@@ -500,6 +543,7 @@ sub run_action
 	$a->{touch} = new_txn();
 	$a->{touch}{ddl} = 1 if $a->{ddl};
 	$a->{touch}{rebuild} = 1 if $a->{rebuild};
+	$a->{touch}{attach} = 1 if $a->{sql} =~ /ATTACH PARTITION/;
 	$a->{touch}{trunc}{ $a->{trunc_slot} } = 1 if defined $a->{trunc_slot};
 	$a->{touch}{where}{ $_->[2] }{ $_->[1] } = 1 for @{ $a->{ops} // [] };
 	trace("$d->{s}{name}: $a->{sql}" . ($a->{data} ? ' ' . join(' ', map { "($_->[1]:$_->[2])" } @{ $a->{ops} }) : ''));
@@ -527,10 +571,10 @@ sub settle
 	my $deadline = time + 120;
 	while ($d->{pending})
 	{
-		my ($st, $out) = sess_poll($d->{s});
+		my ($st, $out, $rows) = sess_poll($d->{s});
 		if (defined $st)
 		{
-			finish_action($d, $st, $out);
+			finish_action($d, $st, $out, $rows);
 			return;
 		}
 		if ($may_wait && is_blocked($d))
@@ -557,10 +601,10 @@ sub wait_any
 	{
 		for my $d (grep { $_->{pending} } @sess)
 		{
-			my ($st, $out) = sess_poll($d->{s});
+			my ($st, $out, $rows) = sess_poll($d->{s});
 			if (defined $st)
 			{
-				finish_action($d, $st, $out);
+				finish_action($d, $st, $out, $rows);
 				return;
 			}
 		}
@@ -603,12 +647,13 @@ sub fail_on_internal
 
 sub finish_action
 {
-	my ($d, $st, $out) = @_;
+	my ($d, $st, $out, $rows) = @_;
 	my $a = delete $d->{pending};
 	my $t = $d->{tx};
 	trace("$d->{s}{name}: -> $st" . ($st ne '00000' ? ' ' . short_err($d->{s}{lasterr}) : ''));
 	fail_on_internal($d, $a, $st);
 	$a->{out} = $out;
+	$a->{rowcount} = $rows;
 	$a->{done}->($d, $st, $a) if $a->{done};
 }
 
@@ -733,6 +778,10 @@ sub op_insert
 		push @rows, [ rand_p($slot), $k ];
 		push @ops, [ 'ins', $slot, $k ];
 	}
+	# not a key an upsert of another session is checking and inserting
+	# (never so before PostgreSQL 18)
+	my $up = running_keys($d, 1);
+	return if grep { $up->{ $_->[2] } } @ops;
 	return {
 		sql => 'INSERT INTO t VALUES '
 		  . join(', ', map { "($_->[0], $_->[1])" } @rows),
@@ -764,6 +813,7 @@ sub op_update_key
 	my ($k, $slot) = @$r;
 	my $k2 = hot_key();
 	return if $k2 == $k;
+	return if running_keys($d, 1)->{$k2};
 	return {
 		sql => "UPDATE t SET k = $k2 WHERE k = $k RETURNING k",
 		row => [ $slot, $k ],
@@ -815,6 +865,261 @@ sub op_delete
 		ops => [ [ 'del', $r->[1], $r->[0] ] ],
 		done => \&rows_done
 	};
+}
+
+#
+# INSERT ... ON CONFLICT DO NOTHING (PostgreSQL 18 only).  A row is
+# inserted iff its key is free for the statement's transaction: no
+# committed live row and no row of its own transaction (an earlier row of
+# the statement included) holds it in any attached partition.  A key
+# another transaction is inserting or deleting makes the statement wait
+# for it, and the statement is judged when it ends, with what that
+# transaction did.  Plain INSERT, COPY and UPDATE of a key are kept away
+# from a running upsert of it, and an upsert from a running plain
+# statement's key (running_keys): gunique does not promise that an upsert
+# wins such a race (README, Limitations), and the model does not predict
+# it.  So an upsert must never fail with a unique violation here, but
+# while a partition is being attached (see upsert_done).
+#
+
+# Keys the running statements of sessions other than d write: those of
+# upserts ($upsert) or of other statements.
+sub running_keys
+{
+	my ($d, $upsert) = @_;
+	my %k;
+	for my $o (@sess)
+	{
+		next if $o == $d || !$o->{pending} || !$o->{pending}{upsert} != !$upsert;
+		$k{$_} = 1 for keys %{ $o->{pending}{touch}{where} };
+	}
+	return \%k;
+}
+
+# A committed bulk key live in t's view (its partition attached, neither
+# truncated, dropped nor its bulk deleted in t), or undef.
+sub bulk_key
+{
+	my ($t) = @_;
+	my $slot = pick(grep { !($t && $t->{trunc}{$_}) } attached_slots($t));
+	return unless defined $slot;
+	my $del = $t ? $t->{bulkdel}{$slot} // {} : {};
+	my @r = grep { !$_->{gone}{$slot} && !$del->{ $_->{lo} } && grep { $_ == $slot } @{ $_->{slots} } } @{ $M{bulks} };
+	my $r = pick(@r) or return;
+	my $n = @{ $r->{slots} };
+	my ($i) = grep { $r->{slots}[$_] == $slot } 0 .. $n - 1;
+	my $first = $r->{lo} + (($i - $r->{lo} % $n) % $n);
+	return if $first > $r->{hi};
+	return $first + $n * int(rand(int(($r->{hi} - $first) / $n) + 1));
+}
+
+# Upsert n rows, into t or into one of its partitions: keys new, held by
+# committed rows, by the session's own transaction, by other transactions
+# (the statement waits), by another session's running upsert, repeated in
+# the statement, or committed bulk keys.  RETURNING whenever another
+# transaction may decide a row, and at random otherwise.
+sub op_upsert
+{
+	my ($d, $n) = @_;
+	my $t = $d->{tx};
+	# not while DDL waits: a statement queued behind it may end before
+	# the model sees the DDL end, and be judged (and applied) before it
+	return if grep { $_->{pending} && ($_->{pending}{touch}{ddl} || $_->{pending}{touch}{rebuild}
+			|| %{ $_->{pending}{touch}{trunc} }) } @sess;
+	my @slots = attached_slots($t) or return;
+	my $plain = running_keys($d, 0);
+	my $alone = !others($t);
+	my @committed = grep { !$plain->{$_} && live_slots(undef, $_) } sort { $a <=> $b } keys %{ $M{where} };
+	my @own = $t ? grep { !$plain->{$_} } sort { $a <=> $b } keys %{ $t->{where} } : ();
+	my %oth;
+	for my $o (others($t))
+	{
+		$oth{$_} = 1 for grep { $_ < $bulk_base && !$plain->{$_} } keys %{ $o->{where} };
+	}
+	my @other = sort { $a <=> $b } keys %oth;
+	my $direct = rand() < 0.3 ? pick(@slots) : undef;
+	my @rows;    # [slot, p, k]
+	for (1 .. $n)
+	{
+		my $r = rand();
+		my $k;
+		if ($r < 0.35) { $k = pick(@other); }
+		elsif ($r < 0.55) { $k = pick(@committed); }
+		elsif ($r < 0.65) { $k = pick(@own); }
+		elsif ($r < 0.75) { $k = @rows ? $rows[ int(rand(@rows)) ][2] : undef; }
+		elsif ($r < 0.8 && $alone) { $k = bulk_key($t); }
+		$k //= hot_key();
+		return if $plain->{$k};
+		my $slot = $direct // pick(@slots);
+		push @rows, [ $slot, rand_p($slot), $k ];
+	}
+	my $up = running_keys($d, 1);
+	$M{ups_stacked}++ if grep { $up->{ $_->[2] } } @rows;
+	my $unc = other_ddl($t) || grep { uncertain($t, $_->[2]) } @rows;
+	my $ret = $unc || rand() < 0.5;
+	my $target = rand() < 0.5 ? ' (k)' : '';
+	$M{ups_direct}++ if defined $direct;
+	return {
+		sql => 'INSERT INTO ' . (defined $direct ? "t_$direct" : 't') . ' VALUES '
+		  . join(', ', map { "($_->[1], $_->[2])" } @rows)
+		  . " ON CONFLICT$target DO NOTHING" . ($ret ? ' RETURNING p, k' : ''),
+		ops => [ map { [ 'ins', $_->[0], $_->[2] ] } @rows ],
+		upsert => 1,
+		rows => \@rows,
+		returning => $ret,
+		ddl_seen => other_ddl($t),
+		attach_seen => attach_about($t),
+		done => \&upsert_done
+	};
+}
+
+# Is another transaction attaching a partition that may hold rows (not
+# one it made), or about to?
+sub attach_about
+{
+	my ($t) = @_;
+	for my $o (others($t))
+	{
+		return 1 if $o->{attach};
+		for my $slot (keys %{ $o->{parts} })
+		{
+			return 1 if $o->{parts}{$slot}{attached} && !$o->{trunc}{$slot}
+			  && !view_part(undef, $slot)->{attached};
+		}
+	}
+	return 0;
+}
+
+# What must have become of an upsert's row of key k (the statement ended
+# without error), in the scratch state of its transaction (its earlier
+# rows applied): 'in', 'skip', 'learn' (work the model cannot order
+# decided it: RETURNING tells), or 'wait' (another transaction holds the
+# key: the statement cannot have ended).
+sub upsert_verdict
+{
+	my ($d, $scratch, $k, $ddl) = @_;
+	my $t = $d->{tx};
+	# only bulk keys live in the transaction's view are chosen, with no
+	# other transaction about
+	return 'skip' if $k >= $bulk_base;
+	my @live = live_slots($scratch, $k);
+	return 'skip' if grep { exists $scratch->{where}{$k}{$_} } @live;
+	return 'learn (DDL)' if $ddl;
+	my @holders = map { [ $_->{s}{name}, $_->{tx}, $_->{pending} ] }
+	  grep { $_ != $d && $_->{tx} && !$_->{tx}{dead} } @sess;
+	push @holders, map { [ "prepared $_", $prepared{$_}, undef ] } sort keys %prepared;
+	for my $h (@holders)
+	{
+		my ($name, $o, $p) = @$h;
+		# a row it inserted, or a committed row it deletes (not one it
+		# inserted and deleted: a dirty snapshot need not wait for that)
+		my $holds = grep { $o->{rows}{$_}{$k} || $M{rows}{$_}{$k} } keys %{ $o->{where}{$k} // {} };
+		next unless $holds;
+		# a statement of its that has not been seen to end may have
+		# ended its transaction (an error, a deadlock victim)
+		return "learn ($name runs)" if $p;
+		return "wait for $name";
+	}
+	return 'skip' if @live;
+	# a running upsert of another session may have inserted the key and
+	# committed; one in a transaction block would hold it (we would wait)
+	for my $o (grep { $_ != $d && $_->{pending} } @sess)
+	{
+		next unless $o->{pending}{touch}{where}{$k};
+		fail_now("model: $o->{s}{name} writes $k beside an upsert of it: $o->{pending}{sql}")
+		  unless $o->{pending}{upsert};
+		return "learn ($o->{s}{name} upserts)" unless $o->{tx};
+	}
+	return 'in';
+}
+
+# The end of an upsert.  Its outcome: success, or a deadlock victim once
+# it waited; beside DDL of another transaction (when it began or now),
+# also the errors listed below, and its rows are taken from RETURNING.
+# Each row must then have its verdict, RETURNING give exactly the rows
+# inserted, psql's ROW_COUNT their number, and the session hold no upsert
+# lock.
+sub upsert_done
+{
+	my ($d, $st, $a) = @_;
+	my $t = $d->{tx};
+	my $ddl = $a->{ddl_seen} || other_ddl($t);
+	my $what = "$d->{s}{name}: $a->{sql}";
+	$M{upserts}++;
+	$M{ups_waited}++ if $a->{waited};
+	my $locks = ctl_query(
+		"SELECT count(*) FROM pg_locks WHERE pid = $d->{s}{pid} AND locktype = 'advisory' AND objsubid = 26485");
+	fail_now("$what: $st, and the session still holds $locks upsert locks") if $locks ne '0';
+	# Beside DDL: a deadlock, a row's partition detached (23514), a
+	# serialization failure of the lookup after a TRUNCATE (40001); a
+	# unique violation only where a partition that may hold the key is
+	# being attached (it may join the tree between the check and the
+	# insert, as a plain insert of the key may).
+	my %legal = ('00000' => 1);
+	$legal{'40P01'} = 1 if $a->{waited};
+	%legal = map { $_ => 1 } qw(00000 23514 40P01 40001) if $ddl;
+	$legal{'23505'} = 1 if $a->{attach_seen} || attach_about($t);
+	fail_now("$what: $st where the model allows " . join('/', sort keys %legal)
+		  . ' (' . join(' ', map { "$_->[2] in " . join(',', key_slots($t, $_->[2])) } @{ $a->{rows} }) . ")"
+		  . ($st ne '00000' ? ": $d->{s}{lasterr}" : ''))
+	  unless $legal{$st};
+	if ($st ne '00000')
+	{
+		$M{ups_err}{$st}++;
+		note("step $stepno: $what: $st beside DDL: " . short_err($d->{s}{lasterr})
+			  . "\n" . join("\n", @trace[ max(0, $#trace - 15) .. $#trace ]))
+		  if $st ne '40P01';
+		stmt_failed($d);
+		return;
+	}
+	my %ret;
+	$ret{$_}++ for split /\n/, $a->{out};
+	my $scratch = dclone(state_of($t // new_txn()));
+	my (@ins, @verdicts);
+	for my $r (@{ $a->{rows} })
+	{
+		my ($slot, $p, $k) = @$r;
+		my $v = upsert_verdict($d, $scratch, $k, $ddl);
+		push @verdicts, "$k:" . ($v =~ s/ /_/gr);
+		fail_now("$what: ended where it must still wait (key $k, $v): "
+			  . join(' ', @verdicts))
+		  if $v =~ /^wait/;
+		if ($v =~ /^learn \(.*?(\w+)\)/)
+		{
+			$M{ups_learn_why}{$1}++;
+			fail_now("$what: key $k was decided by work the model cannot order, "
+				  . 'and there is no RETURNING (it waited where nothing should hold it up?)')
+			  unless $a->{returning};
+			$M{ups_learned}++;
+			$v = $ret{"$p|$k"} ? 'in' : 'skip';
+		}
+		if ($v eq 'in')
+		{
+			fail_now("$what: key $k ($p) not returned where it must be inserted: "
+				  . join(' ', @verdicts) . "; returned: " . join(' ', split /\n/, $a->{out}))
+			  if $a->{returning} && !$ret{"$p|$k"}--;
+			txn_set_row($scratch, $slot, $k, 1);
+			push @ins, [ 'ins', $slot, $k ];
+			$M{ups_in}++;
+		}
+		else
+		{
+			fail_now("$what: key $k ($p) returned where it must be skipped: "
+				  . join(' ', @verdicts) . "; returned: " . join(' ', split /\n/, $a->{out}))
+			  if $ret{"$p|$k"};
+			$M{ups_skip}++;
+		}
+	}
+	my @extra = grep { $ret{$_} } sort keys %ret;
+	fail_now("$what: returned rows it did not insert: @extra (" . join(' ', @verdicts) . ')')
+	  if @extra;
+	fail_now("$what: ROW_COUNT $a->{rowcount} where the model inserts " . scalar(@ins)
+		  . ' (' . join(' ', @verdicts) . ')')
+	  if $a->{rowcount} ne scalar(@ins);
+	trace("$d->{s}{name}: upsert " . join(' ', @verdicts));
+	my $tx = $t // new_txn();
+	apply_ops($tx, \@ins);
+	commit_txn($tx) unless $t;
 }
 
 # Many new keys at once, spread over the attached partitions: enough, in
@@ -935,10 +1240,13 @@ sub bulk_sample
 	return @k;
 }
 
-# DDL is run only while no other session has DDL open or waiting.
+# DDL is run only while no other session has DDL open or waiting, nor
+# an upsert waiting (its outcome is judged with the DDL that was about
+# when it began: see upsert_done).
 sub ddl_ok
 {
 	my ($d) = @_;
+	return 0 if grep { $_->{pending} && $_->{pending}{upsert} } @sess;
 	return !other_ddl($d->{tx}) && !($d->{tx} && $d->{tx}{ddl} > 3);
 }
 
@@ -1233,6 +1541,12 @@ my @ops = (
 	[ 1, 'crash', undef ],
 	[ 1, 'load', undef ],
 );
+# Upserts only on PostgreSQL 18 (15 and 17 refuse ON CONFLICT on the
+# table): there the operations, and so the seeds' steps, are as before.
+push @ops,
+  [ 6, 'upsert', sub { op_upsert($_[0], 1) } ],
+  [ 4, 'upsert many', sub { op_upsert($_[0], 2 + int(rand(5))) } ]
+  if $pg18;
 
 # In a transaction that is aborted, only ROLLBACK [TO] is possible.
 sub step
@@ -1261,7 +1575,11 @@ sub step
 		'reindex leaf concurrently' => $M{load} ? 15 : 0,
 		'reindex table concurrently' => $M{load} ? 3 : 0,
 		'rollback' => $big ? 6 : 0,
-		'rollback to' => $big ? 4 : 0);
+		'rollback to' => $big ? 4 : 0,
+		# upserts of keys other transactions hold, or other upserts wait
+		# for: more of them (op_upsert prefers those keys)
+		'upsert' => $pg18 && grep({ %{ $_->{where} } } others($t)) ? 30 : 0,
+		'upsert many' => $pg18 && grep({ %{ $_->{where} } } others($t)) ? 10 : 0);
 	my $total = 0;
 	$total += $_->[0] + ($boost{ $_->[1] } // 0) for @ops;
 	for my $try (1 .. 20)
@@ -1424,6 +1742,11 @@ sub check
 {
 	my ($what) = @_;
 	quiesce();
+	# no upsert lock outlives its statement (field4 0x6775 of an advisory
+	# lock tag shows as objsubid)
+	my $locks = ctl_query(
+		"SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND objsubid = 26485");
+	fail_now("upsert locks held with every transaction ended ($what): $locks") if $locks ne '0';
 	my $problems = ctl_query(
 		q{SELECT string_agg(problem || ' ' || coalesce(relation::text, '') || ' ' || detail, E'\n') FROM gunique_verify('t_k')});
 	fail_now("gunique_verify ($what):\n$problems") if $problems ne '';
@@ -1486,6 +1809,18 @@ sub check
 			  . join(', ', map { "($_->[0], $_->[1])" } @probe)
 			  . ") v(p, k)) x WHERE r <> '23505'");
 		fail_now("live keys not refused elsewhere ($what): $res") if $res ne '';
+		# and skipped by an upsert into another partition, through a
+		# data-modifying WITH query (rolled back)
+		if ($pg18)
+		{
+			ctl_query('BEGIN');
+			$res = ctl_query(
+				'WITH ins AS (INSERT INTO t VALUES '
+				  . join(', ', map { "($_->[0], $_->[1])" } @probe)
+				  . ' ON CONFLICT DO NOTHING RETURNING p, k) SELECT string_agg(format(\'%s->%s\', k, p), \' \') FROM ins');
+			ctl_query('ROLLBACK');
+			fail_now("live keys not skipped by an upsert elsewhere ($what): $res") if $res ne '';
+		}
 	}
 	check_log($what);
 	$M{checks}++;
@@ -1582,10 +1917,16 @@ for my $round (1 .. $rounds)
 		eval { fail_now($err) } unless $err eq "FAILED\n";
 		$failed = 1;
 	};
+	my $ups = !$pg18 ? '' : sprintf(
+		', %d upserts (%d into a partition, %d waited, %d beside a running upsert of a key; rows: %d in, %d skipped, %d of them from RETURNING%s; errors: %s)',
+		$M{upserts} // 0, $M{ups_direct} // 0, $M{ups_waited} // 0, $M{ups_stacked} // 0, $M{ups_in} // 0,
+		$M{ups_skip} // 0, $M{ups_learned} // 0,
+		join('', map { ", $M{ups_learn_why}{$_} $_" } sort keys %{ $M{ups_learn_why} // {} }),
+		join(' ', map { "$_ $M{ups_err}{$_}" } sort keys %{ $M{ups_err} // {} }) || 'none');
 	ok(!$failed,
-		sprintf('round %d, %d partitions: %d steps, %d checks, %d crashes, %d loads, %d large bulks (%d after DDL) (%.0f s)',
+		sprintf('round %d, %d partitions: %d steps, %d checks, %d crashes, %d loads, %d large bulks (%d after DDL)%s (%.0f s)',
 			$round, $nparts, $stepno, $M{checks} // 0, $M{crashes} // 0, $M{loads} // 0,
-			$M{large} // 0, $M{large_ddl} // 0, time - $start));
+			$M{large} // 0, $M{large_ddl} // 0, $ups, time - $start));
 	last if $failed;
 }
 

@@ -51,6 +51,16 @@ PG_CONFIG ?= pg_config
 PGXS := $(shell $(PG_CONFIG) --pgxs)
 include $(PGXS)
 
+# The module the TAP tests load by path (t/pause/), built with the
+# extension and never installed.
+all: t/pause/gunique_test_pause$(DLSUFFIX)
+t/pause/gunique_test_pause$(DLSUFFIX): t/pause/gunique_test_pause.c
+	$(MAKE) -C t/pause PG_CONFIG=$(PG_CONFIG)
+clean: clean-pause
+.PHONY: clean-pause
+clean-pause:
+	$(MAKE) -C t/pause clean PG_CONFIG=$(PG_CONFIG)
+
 # PGXS tracks no header dependencies unless the server was configured with
 # --enable-depend: rebuild every object when any of our headers changes,
 # rather than link objects compiled against an older struct layout.

@@ -841,7 +841,9 @@ lookup_one(LookupScanState *state, Datum *values, bool *isnull, bool trust)
  * partition would leave them) nor in recovery (WAL replay keeps none).
  * Nor, for a key not found, if a leaf may have been rebuilt by a
  * transaction the snapshot does not see (a TRUNCATE that committed since:
- * rebuilds.c): then the key is looked for again in every partition.
+ * rebuilds.c), or, for any snapshot (dirty too), one whose rollback may yet
+ * bring back what it took away: then the key is looked for again in every
+ * partition.
  */
 static void
 lookup_key(LookupScanState *state, Datum *values, bool *isnull)
@@ -858,13 +860,14 @@ lookup_key(LookupScanState *state, Datum *values, bool *isnull)
 			return;
 	for (;;)
 	{
+		uint64		mark = gunique_rebuilds_mark();
 		LookupOutcome outcome = lookup_one(state, values, isnull, trust);
 
 		CHECK_FOR_INTERRUPTS();
 		if (outcome == LOOKUP_AGAIN)
 			continue;
-		if (outcome == LOOKUP_NOT_FOUND && trust && !dirty &&
-			gunique_rebuilds_unseen(snapshot))
+		if (outcome == LOOKUP_NOT_FOUND && trust &&
+			gunique_rebuilds_unseen(dirty ? NULL : snapshot, mark))
 		{
 			trust = false;
 			continue;

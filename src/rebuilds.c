@@ -21,6 +21,17 @@
  * and "evicted" keeps the newest such, which a snapshot whose xmin is not
  * past it treats as unseen.
  *
+ * A note is also "pending" from the build until its transaction's
+ * summaries are final: a rollback forgets the rebuilt summaries only in
+ * its transaction callbacks, after the transaction has stopped running for
+ * every snapshot, so a snapshot taken in between sees the rebuild as
+ * finished and its summary as current.  A reader with no snapshot (dirty:
+ * INSERT ... ON CONFLICT) needs the same for a rebuild still running,
+ * which a rollback may undo.  Each pending note that ends counts in
+ * "ends" first, so that a reader that read a summary before a rollback
+ * forgot it, and the note after it ended, can tell.  See src/README,
+ * "Lookups".
+ *
  *-------------------------------------------------------------------------
  */
 #include "postgres.h"
@@ -42,10 +53,18 @@ typedef struct RebuildNotes
 {
 	slock_t		mutex;			/* serializes writers; readers take none */
 	pg_atomic_uint32 xids[GUNIQUE_REBUILD_NOTES];	/* 0: free */
+	pg_atomic_uint32 pending[GUNIQUE_REBUILD_NOTES];	/* 1: pending */
+	pg_atomic_uint32 unplaced;	/* pending notes that found no slot */
+	pg_atomic_uint64 ends;		/* pending notes ended so far */
 	pg_atomic_uint32 evicted;	/* the newest note evicted while needed */
 } RebuildNotes;
 
 static RebuildNotes *notes = NULL;
+
+/* This backend's pending note: its transaction, its slot or -1, unplaced */
+static TransactionId my_xid = InvalidTransactionId;
+static int	my_slot = -1;
+static bool my_unplaced = false;
 
 void
 gunique_rebuilds_shmem_request(void)
@@ -64,16 +83,55 @@ gunique_rebuilds_shmem_startup(void)
 	{
 		SpinLockInit(&notes->mutex);
 		for (int i = 0; i < GUNIQUE_REBUILD_NOTES; i++)
+		{
 			pg_atomic_init_u32(&notes->xids[i], InvalidTransactionId);
+			pg_atomic_init_u32(&notes->pending[i], 0);
+		}
+		pg_atomic_init_u32(&notes->unplaced, 0);
+		pg_atomic_init_u64(&notes->ends, 0);
 		pg_atomic_init_u32(&notes->evicted, InvalidTransactionId);
 	}
 	LWLockRelease(AddinShmemInitLock);
 }
 
 /*
- * The current transaction is rebuilding a leaf (ambuild).  Noted before the
- * build publishes anything, so before its commit: a reader that reads the
- * notes after a summary made since sees the note.
+ * Evict the oldest note that is not pending, or, if all are, count this
+ * transaction's as unplaced; either way, "evicted" keeps the newest
+ * transaction no slot holds any longer.  Returns the slot, or -1.
+ */
+static int
+rebuilds_evict(TransactionId xid)
+{
+	TransactionId victim = InvalidTransactionId;
+	TransactionId evicted = pg_atomic_read_u32(&notes->evicted);
+	int			slot = -1;
+
+	for (int i = 0; i < GUNIQUE_REBUILD_NOTES; i++)
+	{
+		TransactionId cur = pg_atomic_read_u32(&notes->xids[i]);
+
+		if (pg_atomic_read_u32(&notes->pending[i]) == 0 &&
+			(slot < 0 || TransactionIdPrecedes(cur, victim)))
+		{
+			slot = i;
+			victim = cur;
+		}
+	}
+	if (slot < 0)
+	{
+		victim = xid;
+		pg_atomic_fetch_add_u32(&notes->unplaced, 1);
+		my_unplaced = true;
+	}
+	if (!TransactionIdIsValid(evicted) || TransactionIdPrecedes(evicted, victim))
+		pg_atomic_write_u32(&notes->evicted, victim);
+	return slot;
+}
+
+/*
+ * The current transaction is rebuilding a leaf (ambuild).  Noted, pending,
+ * before the build publishes anything, so before its commit: a reader that
+ * reads the notes after a summary made since sees the note.
  */
 void
 gunique_rebuilds_note(void)
@@ -81,67 +139,112 @@ gunique_rebuilds_note(void)
 	TransactionId xid;
 	TransactionId horizon;
 	int			slot = -1;
-	TransactionId victim = InvalidTransactionId;
 
 	if (notes == NULL)
 		return;
 	xid = GetTopTransactionId();
+	if (xid == my_xid)
+		return;
+	/* a transaction whose end we missed (no summary callback) ends now */
+	if (TransactionIdIsValid(my_xid))
+		gunique_rebuilds_end();
 	horizon = GetOldestNonRemovableTransactionId(NULL);
 	SpinLockAcquire(&notes->mutex);
-	for (int i = 0; i < GUNIQUE_REBUILD_NOTES; i++)
+	for (int i = 0; i < GUNIQUE_REBUILD_NOTES && slot < 0; i++)
 	{
 		TransactionId cur = pg_atomic_read_u32(&notes->xids[i]);
 
-		if (cur == xid)
-		{
-			SpinLockRelease(&notes->mutex);
-			return;
-		}
-		if (!TransactionIdIsValid(cur) || TransactionIdPrecedes(cur, horizon))
+		if (pg_atomic_read_u32(&notes->pending[i]) == 0 &&
+			(!TransactionIdIsValid(cur) || TransactionIdPrecedes(cur, horizon)))
 			slot = i;
-		else if (slot < 0 &&
-				 (!TransactionIdIsValid(victim) ||
-				  TransactionIdPrecedes(cur, victim)))
-			victim = cur;
 	}
 	if (slot < 0)
+		slot = rebuilds_evict(xid);
+	if (slot >= 0)
 	{
-		TransactionId evicted = pg_atomic_read_u32(&notes->evicted);
-
-		for (int i = 0; i < GUNIQUE_REBUILD_NOTES && slot < 0; i++)
-			if (pg_atomic_read_u32(&notes->xids[i]) == victim)
-				slot = i;
-		if (!TransactionIdIsValid(evicted) ||
-			TransactionIdPrecedes(evicted, victim))
-			pg_atomic_write_u32(&notes->evicted, victim);
+		pg_atomic_write_u32(&notes->pending[slot], 1);
+		pg_write_barrier();
+		pg_atomic_write_u32(&notes->xids[slot], xid);
 	}
-	pg_atomic_write_u32(&notes->xids[slot], xid);
+	my_xid = xid;
+	my_slot = slot;
 	SpinLockRelease(&notes->mutex);
 	pg_memory_barrier();
 }
 
 /*
- * Might a leaf have been rebuilt by a transaction that "snapshot" does not
- * see as finished (still running when the snapshot was taken, or begun
- * after)?  The caller has read the summaries it relies on before.
+ * The current transaction's summaries are final: it is committing (they
+ * stand), or it has forgotten the ones it rebuilt as it rolls back or
+ * prepares (summary.c).  Its note, if pending, ends: counted first, then
+ * cleared.
+ */
+void
+gunique_rebuilds_end(void)
+{
+	if (!TransactionIdIsValid(my_xid))
+		return;
+	pg_atomic_fetch_add_u64(&notes->ends, 1);	/* a full barrier */
+	SpinLockAcquire(&notes->mutex);
+	if (my_slot >= 0)
+		pg_atomic_write_u32(&notes->pending[my_slot], 0);
+	else
+		pg_atomic_fetch_sub_u32(&notes->unplaced, 1);
+	SpinLockRelease(&notes->mutex);
+	my_xid = InvalidTransactionId;
+	my_slot = -1;
+	my_unplaced = false;
+}
+
+/*
+ * Read before the summaries a lookup relies on, for gunique_rebuilds_unseen.
+ */
+uint64
+gunique_rebuilds_mark(void)
+{
+	uint64		mark;
+
+	if (notes == NULL)
+		return 0;
+	mark = pg_atomic_read_u64(&notes->ends);
+	pg_read_barrier();
+	return mark;
+}
+
+/*
+ * Might a summary read since "mark" have come from a leaf rebuild that is
+ * not final for "snapshot": one it does not see as finished (still running
+ * when the snapshot was taken, or begun after), or one whose transaction
+ * may still forget it (pending), or one that ended since?  With no
+ * snapshot (a dirty read), only the last two.  This transaction's own
+ * rebuilds are final for it.
  */
 bool
-gunique_rebuilds_unseen(Snapshot snapshot)
+gunique_rebuilds_unseen(Snapshot snapshot, uint64 mark)
 {
 	TransactionId evicted;
 
 	if (notes == NULL)
 		return false;
 	pg_memory_barrier();
+	if (pg_atomic_read_u32(&notes->unplaced) > (my_unplaced ? 1 : 0))
+		return true;
 	for (int i = 0; i < GUNIQUE_REBUILD_NOTES; i++)
 	{
 		TransactionId xid = pg_atomic_read_u32(&notes->xids[i]);
 
-		if (TransactionIdIsValid(xid) &&
-			!TransactionIdIsCurrentTransactionId(xid) &&
-			XidInMVCCSnapshot(xid, snapshot))
+		pg_read_barrier();
+		if (!TransactionIdIsValid(xid) ||
+			TransactionIdIsCurrentTransactionId(xid))
+			continue;
+		if (pg_atomic_read_u32(&notes->pending[i]) != 0 ||
+			(snapshot != NULL && XidInMVCCSnapshot(xid, snapshot)))
 			return true;
 	}
+	pg_read_barrier();
+	if (pg_atomic_read_u64(&notes->ends) != mark)
+		return true;
+	if (snapshot == NULL)
+		return false;
 	evicted = pg_atomic_read_u32(&notes->evicted);
 	return TransactionIdIsValid(evicted) &&
 		!TransactionIdPrecedes(evicted, snapshot->xmin);

@@ -13,6 +13,8 @@
 extern void gunique_rebuilds_shmem_request(void);
 extern void gunique_rebuilds_shmem_startup(void);
 extern void gunique_rebuilds_note(void);
-extern bool gunique_rebuilds_unseen(Snapshot snapshot);
+extern void gunique_rebuilds_end(void);
+extern uint64 gunique_rebuilds_mark(void);
+extern bool gunique_rebuilds_unseen(Snapshot snapshot, uint64 mark);
 
 #endif							/* GUNIQUE_REBUILDS_H */

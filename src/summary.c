@@ -199,7 +199,8 @@ summary_forget_at_abort(Oid indexoid)
 /*
  * At abort the transaction still holds the locks that keep everyone else
  * away from those summaries.  A prepared transaction may yet roll back: its
- * summaries are made afresh once its locks are gone.
+ * summaries are made afresh once its locks are gone.  Then the summaries of
+ * its rebuilds are final, and their note ends (rebuilds.c).
  */
 static void
 summary_xact_callback(XactEvent event, void *arg)
@@ -212,10 +213,12 @@ summary_xact_callback(XactEvent event, void *arg)
 			for (int i = 0; i < nbuilt; i++)
 				summary_forget(built[i].indexoid);
 			nbuilt = 0;
+			gunique_rebuilds_end();
 			break;
 		case XACT_EVENT_COMMIT:
 		case XACT_EVENT_PARALLEL_COMMIT:
 			nbuilt = 0;
+			gunique_rebuilds_end();
 			break;
 		default:
 			break;

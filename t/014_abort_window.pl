@@ -1,0 +1,259 @@
+# Copyright (c) gunique contributors
+#
+# A rolled-back TRUNCATE, seen by lookups at every moment of its rollback.
+#
+# A TRUNCATE rebuilds its leaf: the leaf's summary then holds only the keys
+# inserted since, and a lookup trusts it to rule the leaf out.  The
+# rollback brings the old rows back, and forgets the rebuilt summary in
+# gunique's abort callbacks, which PostgreSQL calls after the transaction
+# has stopped running for every other snapshot.  A lookup that takes its
+# snapshot in between sees the TRUNCATE as rolled back, so the old rows as
+# live, while the summary still says the leaf lacks their keys.  Once, a
+# SELECT by the key answered nothing there for a row that was there all
+# along, and INSERT ... ON CONFLICT DO NOTHING (PostgreSQL 18) failed with a
+# unique violation instead of skipping its row.
+#
+# t/pause/gunique_test_pause holds the rolling-back session in that window
+# (its callback runs before gunique's).  There a lookup by the key and an
+# upsert of it must wait for the partition's lock, and then find the row.
+# Also: a TRUNCATE prepared and rolled back (ROLLBACK PREPARED), a TRUNCATE
+# rolled back to a savepoint, and a TRUNCATE in progress (DO NOTHING reads
+# with a dirty snapshot, which sees no transaction as running).
+
+use strict;
+use warnings;
+use Cwd;
+use PostgreSQL::Test::Cluster;
+use PostgreSQL::Test::Utils;
+use Test::More;
+use IPC::Run;
+use Time::HiRes qw(usleep);
+
+my $module = Cwd::getcwd() . '/t/pause/gunique_test_pause.so';
+die "$module not built" unless -f $module;
+my $pause = PostgreSQL::Test::Utils::tempdir() . '/pause';
+
+my $node = PostgreSQL::Test::Cluster->new('abortwin');
+$node->init;
+$node->append_conf(
+	'postgresql.conf', qq{
+shared_preload_libraries = 'gunique'
+max_prepared_transactions = 2
+});
+$node->start;
+my $upserts = $node->safe_psql('postgres', 'SHOW server_version_num') >= 180000;
+
+$node->safe_psql(
+	'postgres', q{
+CREATE EXTENSION gunique;
+CREATE TABLE tt (p int, k int) PARTITION BY LIST (p);
+CREATE TABLE tt0 PARTITION OF tt FOR VALUES IN (0);
+CREATE TABLE tt3 PARTITION OF tt FOR VALUES IN (3);
+CREATE UNIQUE INDEX tt_k ON tt USING gunique (k);
+INSERT INTO tt VALUES (0, 23);
+});
+like(
+	$node->safe_psql('postgres', 'EXPLAIN (COSTS OFF) SELECT k FROM tt WHERE k = 23'),
+	qr/GuniqueLookup/, 'the query by the key is a lookup');
+
+# A psql session running the script $sql, named $name.
+sub session
+{
+	my ($name, $sql) = @_;
+	my %s = (name => $name, out => '', err => '');
+	my $file = PostgreSQL::Test::Utils::tempdir() . "/$name.sql";
+	local $ENV{PGAPPNAME} = $name;
+	append_to_file($file, $sql);
+	$s{h} = IPC::Run::start(
+		[
+			'psql', '-X', '-A', '-t', '-q', '-h', $node->host, '-p', $node->port,
+			'-d', 'postgres', '-f', $file
+		],
+		'<', \undef, '>', \$s{out}, '2>', \$s{err});
+	return \%s;
+}
+
+# Wait until the session waits for a lock, or ends; true if it waits.
+sub waits_for_lock
+{
+	my ($s) = @_;
+	my $deadline = time + $PostgreSQL::Test::Utils::timeout_default;
+	while (time < $deadline)
+	{
+		$s->{h}->pump_nb if $s->{h}->pumpable;
+		return 0 unless $s->{h}->pumpable;
+		return 1 if $node->safe_psql(
+			'postgres', qq{
+SELECT count(*) FROM pg_stat_activity
+WHERE application_name = '$s->{name}' AND wait_event_type = 'Lock'}) == 1;
+		usleep(100_000);
+	}
+	die "session $s->{name} neither waits nor ends";
+}
+
+sub finish
+{
+	my ($s) = @_;
+	$s->{h}->finish;
+	return ($s->{out} =~ s/\s+$//r, $s->{err});
+}
+
+sub readers
+{
+	my @r = (session('lookup', "SELECT k FROM tt WHERE k = 23;\n"));
+	push @r, session('upsert',
+		"INSERT INTO tt VALUES (3, 23) ON CONFLICT (k) DO NOTHING RETURNING k;\n")
+	  if $upserts;
+	return @r;
+}
+
+# After each case: both readers found the row (the lookup returned it, the
+# upsert skipped its own without error), and the key is held once.
+sub check_readers
+{
+	my ($case, @r) = @_;
+	my ($out, $err) = finish($r[0]);
+	is($out, '23', "$case: the lookup finds the row") or diag($err);
+	if ($upserts)
+	{
+		($out, $err) = finish($r[1]);
+		is($out . $err, '', "$case: the upsert skips its row, with no error");
+	}
+	is($node->safe_psql('postgres', 'SELECT tableoid::regclass, k FROM tt ORDER BY k'),
+		"tt0|23", "$case: the table holds its row alone");
+}
+
+# A lookup of a key no partition holds: how many partitions it searched
+# (none, if it trusted the summaries; all, if it searched again).
+sub searched_for_missing_key
+{
+	my $plan = $node->safe_psql('postgres',
+		'EXPLAIN (ANALYZE, COSTS OFF, TIMING OFF, SUMMARY OFF) SELECT k FROM tt WHERE k = 99');
+	return $plan =~ /Partitions Searched: (\d+)/ ? $1 : "none in: $plan";
+}
+is(searched_for_missing_key(), 0, 'a key no partition holds is ruled out');
+
+# 1. In the rollback's window.
+sub rollback_window
+{
+	my ($case) = @_;
+	open(my $f, '>', $pause) or die $!;
+	close($f);
+	my $offset = -s $node->logfile;
+	my $a = session('truncate', qq{
+LOAD '$module';
+SET gunique_test_pause.file = '$pause';
+BEGIN;
+TRUNCATE tt0;
+INSERT INTO tt VALUES (0, 25);
+ROLLBACK;
+});
+	$node->wait_for_log(qr/gunique_test_pause: paused/, $offset);
+	my @r = readers();
+	ok(waits_for_lock($_), "$case: the $_->{name} waits for the partition")
+	  for @r;
+	unlink($pause) or die $!;
+	my ($out, $err) = finish($a);
+	is($err, '', "$case: the truncating session ends cleanly");
+	check_readers($case, @r);
+}
+rollback_window('rollback window');
+
+# 2. A TRUNCATE prepared, then rolled back.
+{
+	$node->safe_psql(
+		'postgres', q{
+BEGIN;
+TRUNCATE tt0;
+INSERT INTO tt VALUES (0, 26);
+PREPARE TRANSACTION 'tw';
+});
+	my @r = readers();
+	ok(waits_for_lock($_), "prepared: the $_->{name} waits for the partition")
+	  for @r;
+	$node->safe_psql('postgres', "ROLLBACK PREPARED 'tw'");
+	check_readers('prepared', @r);
+}
+
+# 3. A TRUNCATE rolled back to a savepoint, its transaction still open.
+{
+	my $a = session('savepoint', q{
+BEGIN;
+SAVEPOINT s;
+TRUNCATE tt0;
+INSERT INTO tt VALUES (0, 27);
+ROLLBACK TO s;
+SELECT pg_sleep(600);
+});
+	$node->poll_query_until(
+		'postgres', q{
+SELECT count(*) = 1 FROM pg_stat_activity
+WHERE application_name = 'savepoint' AND query LIKE 'SELECT pg_sleep%'});
+	my @r = readers();
+	check_readers('savepoint', @r);
+	$node->safe_psql('postgres', q{
+SELECT pg_cancel_backend(pid) FROM pg_stat_activity
+WHERE application_name = 'savepoint'});
+	finish($a);
+}
+
+# 4. A TRUNCATE in progress, then rolled back.
+{
+	my $a = session('inprogress', q{
+BEGIN;
+TRUNCATE tt0;
+INSERT INTO tt VALUES (0, 28);
+SELECT pg_sleep(600);
+});
+	$node->poll_query_until(
+		'postgres', q{
+SELECT count(*) = 1 FROM pg_stat_activity
+WHERE application_name = 'inprogress' AND query LIKE 'SELECT pg_sleep%'});
+	my @r = readers();
+	ok(waits_for_lock($_), "in progress: the $_->{name} waits for the partition")
+	  for @r;
+	$node->safe_psql('postgres', q{
+SELECT pg_cancel_backend(pid) FROM pg_stat_activity
+WHERE application_name = 'inprogress'});
+	finish($a);
+	check_readers('in progress', @r);
+}
+
+# 5. The rollback window again, with every note's slot taken by a
+# transaction in progress that truncated a table of its own: tt0's note
+# finds no slot.
+{
+	my @holders;
+	for my $i (1 .. 16)
+	{
+		$node->safe_psql(
+			'postgres', qq{
+CREATE TABLE h$i (p int, k int) PARTITION BY LIST (p);
+CREATE TABLE h${i}_0 PARTITION OF h$i FOR VALUES IN (0);
+CREATE UNIQUE INDEX ON h$i USING gunique (k);
+});
+		push @holders, session("holder$i", qq{
+BEGIN;
+TRUNCATE h${i}_0;
+SELECT pg_sleep(600);
+});
+	}
+	$node->poll_query_until(
+		'postgres', q{
+SELECT count(*) = 16 FROM pg_stat_activity
+WHERE application_name LIKE 'holder%' AND query LIKE 'SELECT pg_sleep%'});
+	rollback_window('no slot left');
+	$node->safe_psql('postgres', q{
+SELECT pg_cancel_backend(pid) FROM pg_stat_activity
+WHERE application_name LIKE 'holder%'});
+	finish($_) for @holders;
+}
+
+# Every note has ended: summaries are trusted again (once inserts have
+# made the rolled-back leaf's range valid again).
+$node->safe_psql('postgres', 'INSERT INTO tt VALUES (0, 50), (3, 51)');
+is(searched_for_missing_key(), 0,
+	'at the end, a key no partition holds is ruled out again');
+
+$node->stop;
+done_testing();

@@ -1,0 +1,67 @@
+/*-------------------------------------------------------------------------
+ *
+ * gunique_test_pause.c
+ *	  For tests only (t/014_abort_window.pl): hold a backend in its
+ *	  transaction's abort, after the transaction has stopped running for
+ *	  every other snapshot and before gunique's abort callbacks forget the
+ *	  summaries it rebuilt.
+ *
+ * LOAD it by path into a session of a server that preloads gunique:
+ * PostgreSQL calls transaction callbacks newest first, so this one runs
+ * before gunique's.  With gunique_test_pause.file set, a transaction that
+ * aborts while that file exists logs "gunique_test_pause: paused" and waits
+ * until the file is gone, three minutes at most.  Never installed.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include <sys/stat.h>
+
+#include "access/xact.h"
+#include "fmgr.h"
+#include "miscadmin.h"
+#include "utils/guc.h"
+
+PG_MODULE_MAGIC;
+
+void		_PG_init(void);
+
+#define PAUSE_MAX_WAITS 18000	/* of 10 ms */
+
+static char *pause_file = NULL;
+
+static bool
+pause_file_exists(void)
+{
+	struct stat st;
+
+	return pause_file != NULL && pause_file[0] != '\0' &&
+		stat(pause_file, &st) == 0;
+}
+
+static void
+pause_xact_callback(XactEvent event, void *arg)
+{
+	if (event != XACT_EVENT_ABORT || !pause_file_exists())
+		return;
+	ereport(LOG,
+			(errmsg("gunique_test_pause: paused")));
+	for (int i = 0; i < PAUSE_MAX_WAITS && pause_file_exists(); i++)
+		pg_usleep(10000L);
+}
+
+void
+_PG_init(void)
+{
+	DefineCustomStringVariable("gunique_test_pause.file",
+							   "While this file exists, a transaction that aborts pauses before gunique's abort callbacks.",
+							   NULL,
+							   &pause_file,
+							   "",
+							   PGC_USERSET,
+							   0,
+							   NULL, NULL, NULL);
+	MarkGUCPrefixReserved("gunique_test_pause");
+	RegisterXactCallback(pause_xact_callback, NULL);
+}

@@ -775,7 +775,8 @@ typedef enum LookupOutcome
  * and every row kept.
  */
 static LookupOutcome
-lookup_one(LookupScanState *state, Datum *values, bool *isnull, bool trust)
+lookup_one(LookupScanState *state, Datum *values, bool *isnull, bool trust,
+		   LookupTree **read)
 {
 	LookupTree *tree = lookup_tree_get(state);
 	uint64		generation = tree->scope_generation;
@@ -832,14 +833,35 @@ lookup_one(LookupScanState *state, Datum *values, bool *isnull, bool trust)
 			lookup_check_storage(state, parts[c].heapoid);
 	pfree(keep);
 	pfree(parts);
+	*read = tree;
 	return found ? LOOKUP_FOUND : LOOKUP_NOT_FOUND;
+}
+
+/*
+ * Might one of the tree's leaves have been rebuilt in a way its summary,
+ * read since "mark", does not show to this snapshot (NULL: a dirty one)?
+ * See rebuilds.c.
+ */
+static bool
+lookup_rebuilt(LookupTree *tree, Snapshot snapshot, uint64 mark)
+{
+	Oid			leaves[GUNIQUE_REBUILDS_MAX];
+	int			n = gunique_rebuilds_unseen(snapshot, mark, leaves);
+
+	if (n < 0)
+		return true;
+	for (int i = 0; i < n; i++)
+		for (int c = 0; c < tree->nparts; c++)
+			if (tree->parts[c].indexoid == leaves[i])
+				return true;
+	return false;
 }
 
 /*
  * Find the key's row.  Summaries are not trusted in a serializable
  * transaction (predicate locks must be where a btree scan of every
  * partition would leave them) nor in recovery (WAL replay keeps none).
- * Nor, for a key not found, if a leaf may have been rebuilt by a
+ * Nor, for a key not found, if a leaf it read may have been rebuilt by a
  * transaction the snapshot does not see (a TRUNCATE that committed since:
  * rebuilds.c), or, for any snapshot (dirty too), one whose rollback may yet
  * bring back what it took away: then the key is looked for again in every
@@ -861,13 +883,15 @@ lookup_key(LookupScanState *state, Datum *values, bool *isnull)
 	for (;;)
 	{
 		uint64		mark = gunique_rebuilds_mark();
-		LookupOutcome outcome = lookup_one(state, values, isnull, trust);
+		LookupTree *read = NULL;
+		LookupOutcome outcome = lookup_one(state, values, isnull, trust,
+										   &read);
 
 		CHECK_FOR_INTERRUPTS();
 		if (outcome == LOOKUP_AGAIN)
 			continue;
 		if (outcome == LOOKUP_NOT_FOUND && trust &&
-			gunique_rebuilds_unseen(dirty ? NULL : snapshot, mark))
+			lookup_rebuilt(read, dirty ? NULL : snapshot, mark))
 		{
 			trust = false;
 			continue;

@@ -10,16 +10,17 @@
  * snapshot still sees, and its summary, and a group's filter rebuilt since,
  * may have lost their keys.  (VACUUM removes only entries that no snapshot
  * sees, and REINDEX, VACUUM FULL and CLUSTER keep every entry some snapshot
- * may see.)  So every build of a leaf notes its transaction here, and a
- * lookup that found nothing trusts the summaries it read only if every
- * transaction noted is one its snapshot sees as finished: see src/README,
- * "Lookups".
+ * may see.)  So every build of a leaf notes its transaction and the leaf
+ * here, and a lookup that found nothing trusts the summaries it read only
+ * if every transaction noted for a leaf it read is one its snapshot sees
+ * as finished: see src/README, "Lookups".
  *
- * The notes are a few transaction IDs in shared memory.  A note is dropped
+ * The notes are a few (transaction, database, leaf) triples in shared
+ * memory, one per leaf a transaction rebuilds.  A note is dropped
  * once no snapshot anywhere can still take its transaction for running (it
  * precedes every backend's xmin); if none can be dropped, the oldest is,
  * and "evicted" keeps the newest such, which a snapshot whose xmin is not
- * past it treats as unseen.
+ * past it treats as unseen, for every leaf.
  *
  * A note is also "pending" from the build until its transaction's
  * summaries are final: a rollback forgets the rebuilt summaries only in
@@ -29,8 +30,10 @@
  * INSERT ... ON CONFLICT) needs the same for a rebuild still running,
  * which a rollback may undo.  Each pending note that ends counts in
  * "ends" first, so that a reader that read a summary before a rollback
- * forgot it, and the note after it ended, can tell.  See src/README,
- * "Lookups".
+ * forgot it, and the note after it ended, can tell.  Pending notes are
+ * never dropped; a transaction whose leaf finds every slot pending is
+ * "unplaced", and every reader trusts nothing while it runs.  See
+ * src/README, "Lookups".
  *
  *-------------------------------------------------------------------------
  */
@@ -38,6 +41,7 @@
 
 #include "access/transam.h"
 #include "access/xact.h"
+#include "miscadmin.h"
 #include "port/atomics.h"
 #include "storage/ipc.h"
 #include "storage/procarray.h"
@@ -47,23 +51,26 @@
 
 #include "rebuilds.h"
 
-#define GUNIQUE_REBUILD_NOTES 16
+#define GUNIQUE_REBUILD_NOTES GUNIQUE_REBUILDS_MAX
 
 typedef struct RebuildNotes
 {
 	slock_t		mutex;			/* serializes writers; readers take none */
 	pg_atomic_uint32 xids[GUNIQUE_REBUILD_NOTES];	/* 0: free */
 	pg_atomic_uint32 pending[GUNIQUE_REBUILD_NOTES];	/* 1: pending */
-	pg_atomic_uint32 unplaced;	/* pending notes that found no slot */
-	pg_atomic_uint64 ends;		/* pending notes ended so far */
+	pg_atomic_uint32 dbs[GUNIQUE_REBUILD_NOTES];	/* the leaf's database */
+	pg_atomic_uint32 leaves[GUNIQUE_REBUILD_NOTES]; /* the leaf's OID */
+	pg_atomic_uint32 unplaced;	/* transactions pending with no slot */
+	pg_atomic_uint64 ends;		/* pending transactions ended so far */
 	pg_atomic_uint32 evicted;	/* the newest note evicted while needed */
 } RebuildNotes;
 
 static RebuildNotes *notes = NULL;
 
-/* This backend's pending note: its transaction, its slot or -1, unplaced */
+/* This backend's pending notes: their transaction, slots, or unplaced */
 static TransactionId my_xid = InvalidTransactionId;
-static int	my_slot = -1;
+static int	my_slots[GUNIQUE_REBUILD_NOTES];
+static int	my_nslots = 0;
 static bool my_unplaced = false;
 
 void
@@ -86,6 +93,8 @@ gunique_rebuilds_shmem_startup(void)
 		{
 			pg_atomic_init_u32(&notes->xids[i], InvalidTransactionId);
 			pg_atomic_init_u32(&notes->pending[i], 0);
+			pg_atomic_init_u32(&notes->dbs[i], InvalidOid);
+			pg_atomic_init_u32(&notes->leaves[i], InvalidOid);
 		}
 		pg_atomic_init_u32(&notes->unplaced, 0);
 		pg_atomic_init_u64(&notes->ends, 0);
@@ -95,12 +104,14 @@ gunique_rebuilds_shmem_startup(void)
 }
 
 /*
- * Evict the oldest note that is not pending, or, if all are, count this
- * transaction's as unplaced; either way, "evicted" keeps the newest
- * transaction no slot holds any longer.  Returns the slot, or -1.
+ * A slot for a new note: one free, or whose transaction no snapshot can
+ * take for running; else the oldest that is not pending, evicted; else
+ * none, and this transaction is unplaced.  "evicted" keeps the newest
+ * transaction a slot no longer holds while some snapshot may need it,
+ * written before the slot is.  Returns the slot, or -1.  Under the mutex.
  */
 static int
-rebuilds_evict(TransactionId xid)
+rebuilds_slot(TransactionId xid, TransactionId horizon)
 {
 	TransactionId victim = InvalidTransactionId;
 	TransactionId evicted = pg_atomic_read_u32(&notes->evicted);
@@ -110,8 +121,11 @@ rebuilds_evict(TransactionId xid)
 	{
 		TransactionId cur = pg_atomic_read_u32(&notes->xids[i]);
 
-		if (pg_atomic_read_u32(&notes->pending[i]) == 0 &&
-			(slot < 0 || TransactionIdPrecedes(cur, victim)))
+		if (pg_atomic_read_u32(&notes->pending[i]) != 0)
+			continue;
+		if (!TransactionIdIsValid(cur) || TransactionIdPrecedes(cur, horizon))
+			return i;
+		if (slot < 0 || TransactionIdPrecedes(cur, victim))
 		{
 			slot = i;
 			victim = cur;
@@ -125,49 +139,47 @@ rebuilds_evict(TransactionId xid)
 	}
 	if (!TransactionIdIsValid(evicted) || TransactionIdPrecedes(evicted, victim))
 		pg_atomic_write_u32(&notes->evicted, victim);
+	pg_write_barrier();
 	return slot;
 }
 
 /*
- * The current transaction is rebuilding a leaf (ambuild).  Noted, pending,
+ * The current transaction is rebuilding the leaf (ambuild).  Noted, pending,
  * before the build publishes anything, so before its commit: a reader that
  * reads the notes after a summary made since sees the note.
  */
 void
-gunique_rebuilds_note(void)
+gunique_rebuilds_note(Oid leaf)
 {
 	TransactionId xid;
 	TransactionId horizon;
-	int			slot = -1;
+	int			slot;
 
 	if (notes == NULL)
 		return;
 	xid = GetTopTransactionId();
-	if (xid == my_xid)
-		return;
 	/* a transaction whose end we missed (no summary callback) ends now */
-	if (TransactionIdIsValid(my_xid))
+	if (TransactionIdIsValid(my_xid) && xid != my_xid)
 		gunique_rebuilds_end();
+	if (my_unplaced)
+		return;
+	for (int i = 0; i < my_nslots; i++)
+		if (pg_atomic_read_u32(&notes->leaves[my_slots[i]]) == leaf &&
+			pg_atomic_read_u32(&notes->dbs[my_slots[i]]) == MyDatabaseId)
+			return;
 	horizon = GetOldestNonRemovableTransactionId(NULL);
 	SpinLockAcquire(&notes->mutex);
-	for (int i = 0; i < GUNIQUE_REBUILD_NOTES && slot < 0; i++)
-	{
-		TransactionId cur = pg_atomic_read_u32(&notes->xids[i]);
-
-		if (pg_atomic_read_u32(&notes->pending[i]) == 0 &&
-			(!TransactionIdIsValid(cur) || TransactionIdPrecedes(cur, horizon)))
-			slot = i;
-	}
-	if (slot < 0)
-		slot = rebuilds_evict(xid);
+	my_xid = xid;
+	slot = rebuilds_slot(xid, horizon);
 	if (slot >= 0)
 	{
 		pg_atomic_write_u32(&notes->pending[slot], 1);
+		pg_atomic_write_u32(&notes->dbs[slot], MyDatabaseId);
+		pg_atomic_write_u32(&notes->leaves[slot], leaf);
 		pg_write_barrier();
 		pg_atomic_write_u32(&notes->xids[slot], xid);
+		my_slots[my_nslots++] = slot;
 	}
-	my_xid = xid;
-	my_slot = slot;
 	SpinLockRelease(&notes->mutex);
 	pg_memory_barrier();
 }
@@ -175,7 +187,7 @@ gunique_rebuilds_note(void)
 /*
  * The current transaction's summaries are final: it is committing (they
  * stand), or it has forgotten the ones it rebuilt as it rolls back or
- * prepares (summary.c).  Its note, if pending, ends: counted first, then
+ * prepares (summary.c).  Its pending notes end: counted first, then
  * cleared.
  */
 void
@@ -185,13 +197,13 @@ gunique_rebuilds_end(void)
 		return;
 	pg_atomic_fetch_add_u64(&notes->ends, 1);	/* a full barrier */
 	SpinLockAcquire(&notes->mutex);
-	if (my_slot >= 0)
-		pg_atomic_write_u32(&notes->pending[my_slot], 0);
-	else
+	for (int i = 0; i < my_nslots; i++)
+		pg_atomic_write_u32(&notes->pending[my_slots[i]], 0);
+	if (my_unplaced)
 		pg_atomic_fetch_sub_u32(&notes->unplaced, 1);
 	SpinLockRelease(&notes->mutex);
 	my_xid = InvalidTransactionId;
-	my_slot = -1;
+	my_nslots = 0;
 	my_unplaced = false;
 }
 
@@ -211,41 +223,47 @@ gunique_rebuilds_mark(void)
 }
 
 /*
- * Might a summary read since "mark" have come from a leaf rebuild that is
- * not final for "snapshot": one it does not see as finished (still running
- * when the snapshot was taken, or begun after), or one whose transaction
- * may still forget it (pending), or one that ended since?  With no
- * snapshot (a dirty read), only the last two.  This transaction's own
- * rebuilds are final for it.
+ * Which leaves of this database might a summary read since "mark" have
+ * come from a rebuild that is not final for "snapshot": one it does not
+ * see as finished (still running when the snapshot was taken, or begun
+ * after), one whose transaction may still forget it (pending), or one that
+ * ended since?  With no snapshot (a dirty read), only the last two.  This
+ * transaction's own rebuilds are final for it.  Returns how many leaves it
+ * put in "leaves" (room for GUNIQUE_REBUILDS_MAX, some maybe repeated), or
+ * -1 if it cannot tell which: then any leaf may be.
  */
-bool
-gunique_rebuilds_unseen(Snapshot snapshot, uint64 mark)
+int
+gunique_rebuilds_unseen(Snapshot snapshot, uint64 mark, Oid *leaves)
 {
 	TransactionId evicted;
+	int			n = 0;
 
 	if (notes == NULL)
-		return false;
+		return 0;
 	pg_memory_barrier();
 	if (pg_atomic_read_u32(&notes->unplaced) > (my_unplaced ? 1 : 0))
-		return true;
+		return -1;
 	for (int i = 0; i < GUNIQUE_REBUILD_NOTES; i++)
 	{
 		TransactionId xid = pg_atomic_read_u32(&notes->xids[i]);
 
 		pg_read_barrier();
 		if (!TransactionIdIsValid(xid) ||
+			pg_atomic_read_u32(&notes->dbs[i]) != MyDatabaseId ||
 			TransactionIdIsCurrentTransactionId(xid))
 			continue;
 		if (pg_atomic_read_u32(&notes->pending[i]) != 0 ||
 			(snapshot != NULL && XidInMVCCSnapshot(xid, snapshot)))
-			return true;
+			leaves[n++] = pg_atomic_read_u32(&notes->leaves[i]);
 	}
 	pg_read_barrier();
 	if (pg_atomic_read_u64(&notes->ends) != mark)
-		return true;
+		return -1;
 	if (snapshot == NULL)
-		return false;
+		return n;
 	evicted = pg_atomic_read_u32(&notes->evicted);
-	return TransactionIdIsValid(evicted) &&
-		!TransactionIdPrecedes(evicted, snapshot->xmin);
+	if (TransactionIdIsValid(evicted) &&
+		!TransactionIdPrecedes(evicted, snapshot->xmin))
+		return -1;
+	return n;
 }

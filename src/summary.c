@@ -537,7 +537,7 @@ gunique_summary_leaf_rebuilt(Relation index)
 	if (summaries == NULL)
 		return;
 	/* lookups with older snapshots may need entries the build loses */
-	gunique_rebuilds_note();
+	gunique_rebuilds_note(RelationGetRelid(index));
 	summary_forget_at_abort(RelationGetRelid(index));
 	gunique_keymap_make(&map, index, CurrentMemoryContext);
 	summary_clear(RelationGetRelid(index), true, map.rangetype);

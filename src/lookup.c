@@ -838,22 +838,26 @@ lookup_one(LookupScanState *state, Datum *values, bool *isnull, bool trust,
 }
 
 /*
- * Might one of the tree's leaves have been rebuilt in a way its summary,
- * read since "mark", does not show to this snapshot (NULL: a dirty one)?
- * See rebuilds.c.
+ * Might one of the tree's leaves, or its group, have been rebuilt in a way
+ * its summary, read since "mark", does not show to this snapshot (NULL: a
+ * dirty one)?  See rebuilds.c.
  */
 static bool
 lookup_rebuilt(LookupTree *tree, Snapshot snapshot, uint64 mark)
 {
-	Oid			leaves[GUNIQUE_REBUILDS_MAX];
-	int			n = gunique_rebuilds_unseen(snapshot, mark, leaves);
+	Oid			noted[GUNIQUE_REBUILDS_MAX];
+	int			n = gunique_rebuilds_unseen(snapshot, mark, noted);
 
 	if (n < 0)
 		return true;
 	for (int i = 0; i < n; i++)
+	{
+		if (noted[i] == tree->group)
+			return true;
 		for (int c = 0; c < tree->nparts; c++)
-			if (tree->parts[c].indexoid == leaves[i])
+			if (tree->parts[c].indexoid == noted[i])
 				return true;
+	}
 	return false;
 }
 

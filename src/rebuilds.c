@@ -11,16 +11,17 @@
  * may have lost their keys.  (VACUUM removes only entries that no snapshot
  * sees, and REINDEX, VACUUM FULL and CLUSTER keep every entry some snapshot
  * may see.)  So every build of a leaf notes its transaction and the leaf
- * here, and a lookup that found nothing trusts the summaries it read only
- * if every transaction noted for a leaf it read is one its snapshot sees
- * as finished: see src/README, "Lookups".
+ * here, as does every group filter built in a transaction that may forget
+ * it at abort (summary.c), and a lookup that found nothing trusts the
+ * summaries it read only if every transaction noted for a leaf or group it
+ * read is one its snapshot sees as finished: see src/README, "Lookups".
  *
- * The notes are a few (transaction, database, leaf) triples in shared
- * memory, one per leaf a transaction rebuilds.  A note is dropped
+ * The notes are a few (transaction, database, index) triples in shared
+ * memory, one per leaf or group a transaction rebuilds.  A note is dropped
  * once no snapshot anywhere can still take its transaction for running (it
  * precedes every backend's xmin); if none can be dropped, the oldest is,
  * and "evicted" keeps the newest such, which a snapshot whose xmin is not
- * past it treats as unseen, for every leaf.
+ * past it treats as unseen, for every index.
  *
  * A note is also "pending" from the build until its transaction's
  * summaries are final: a rollback forgets the rebuilt summaries only in
@@ -31,7 +32,7 @@
  * which a rollback may undo.  Each pending note that ends counts in
  * "ends" first, so that a reader that read a summary before a rollback
  * forgot it, and the note after it ended, can tell.  Pending notes are
- * never dropped; a transaction whose leaf finds every slot pending is
+ * never dropped; a transaction whose note finds every slot pending is
  * "unplaced", and every reader trusts nothing while it runs.  See
  * src/README, "Lookups".
  *
@@ -58,8 +59,8 @@ typedef struct RebuildNotes
 	slock_t		mutex;			/* serializes writers; readers take none */
 	pg_atomic_uint32 xids[GUNIQUE_REBUILD_NOTES];	/* 0: free */
 	pg_atomic_uint32 pending[GUNIQUE_REBUILD_NOTES];	/* 1: pending */
-	pg_atomic_uint32 dbs[GUNIQUE_REBUILD_NOTES];	/* the leaf's database */
-	pg_atomic_uint32 leaves[GUNIQUE_REBUILD_NOTES]; /* the leaf's OID */
+	pg_atomic_uint32 dbs[GUNIQUE_REBUILD_NOTES];	/* the index's database */
+	pg_atomic_uint32 indexes[GUNIQUE_REBUILD_NOTES];	/* the leaf or group */
 	pg_atomic_uint32 unplaced;	/* transactions pending with no slot */
 	pg_atomic_uint64 ends;		/* pending transactions ended so far */
 	pg_atomic_uint32 evicted;	/* the newest note evicted while needed */
@@ -94,7 +95,7 @@ gunique_rebuilds_shmem_startup(void)
 			pg_atomic_init_u32(&notes->xids[i], InvalidTransactionId);
 			pg_atomic_init_u32(&notes->pending[i], 0);
 			pg_atomic_init_u32(&notes->dbs[i], InvalidOid);
-			pg_atomic_init_u32(&notes->leaves[i], InvalidOid);
+			pg_atomic_init_u32(&notes->indexes[i], InvalidOid);
 		}
 		pg_atomic_init_u32(&notes->unplaced, 0);
 		pg_atomic_init_u64(&notes->ends, 0);
@@ -144,12 +145,13 @@ rebuilds_slot(TransactionId xid, TransactionId horizon)
 }
 
 /*
- * The current transaction is rebuilding the leaf (ambuild).  Noted, pending,
- * before the build publishes anything, so before its commit: a reader that
- * reads the notes after a summary made since sees the note.
+ * The current transaction is rebuilding the summary of the leaf (ambuild)
+ * or group (a merge).  Noted, pending, before it publishes anything, so
+ * before its commit: a reader that reads the notes after a summary made
+ * since sees the note.
  */
 void
-gunique_rebuilds_note(Oid leaf)
+gunique_rebuilds_note(Oid index)
 {
 	TransactionId xid;
 	TransactionId horizon;
@@ -164,7 +166,7 @@ gunique_rebuilds_note(Oid leaf)
 	if (my_unplaced)
 		return;
 	for (int i = 0; i < my_nslots; i++)
-		if (pg_atomic_read_u32(&notes->leaves[my_slots[i]]) == leaf &&
+		if (pg_atomic_read_u32(&notes->indexes[my_slots[i]]) == index &&
 			pg_atomic_read_u32(&notes->dbs[my_slots[i]]) == MyDatabaseId)
 			return;
 	horizon = GetOldestNonRemovableTransactionId(NULL);
@@ -175,7 +177,7 @@ gunique_rebuilds_note(Oid leaf)
 	{
 		pg_atomic_write_u32(&notes->pending[slot], 1);
 		pg_atomic_write_u32(&notes->dbs[slot], MyDatabaseId);
-		pg_atomic_write_u32(&notes->leaves[slot], leaf);
+		pg_atomic_write_u32(&notes->indexes[slot], index);
 		pg_write_barrier();
 		pg_atomic_write_u32(&notes->xids[slot], xid);
 		my_slots[my_nslots++] = slot;
@@ -223,17 +225,17 @@ gunique_rebuilds_mark(void)
 }
 
 /*
- * Which leaves of this database might a summary read since "mark" have
- * come from a rebuild that is not final for "snapshot": one it does not
- * see as finished (still running when the snapshot was taken, or begun
- * after), one whose transaction may still forget it (pending), or one that
- * ended since?  With no snapshot (a dirty read), only the last two.  This
- * transaction's own rebuilds are final for it.  Returns how many leaves it
- * put in "leaves" (room for GUNIQUE_REBUILDS_MAX, some maybe repeated), or
- * -1 if it cannot tell which: then any leaf may be.
+ * Which leaves and groups of this database might a summary read since
+ * "mark" have come from a rebuild that is not final for "snapshot": one it
+ * does not see as finished (still running when the snapshot was taken, or
+ * begun after), one whose transaction may still forget it (pending), or
+ * one that ended since?  With no snapshot (a dirty read), only the last
+ * two.  This transaction's own rebuilds are final for it.  Returns how
+ * many index OIDs it put in "noted" (room for GUNIQUE_REBUILDS_MAX, some
+ * maybe repeated), or -1 if it cannot tell which: then any may be.
  */
 int
-gunique_rebuilds_unseen(Snapshot snapshot, uint64 mark, Oid *leaves)
+gunique_rebuilds_unseen(Snapshot snapshot, uint64 mark, Oid *noted)
 {
 	TransactionId evicted;
 	int			n = 0;
@@ -254,7 +256,7 @@ gunique_rebuilds_unseen(Snapshot snapshot, uint64 mark, Oid *leaves)
 			continue;
 		if (pg_atomic_read_u32(&notes->pending[i]) != 0 ||
 			(snapshot != NULL && XidInMVCCSnapshot(xid, snapshot)))
-			leaves[n++] = pg_atomic_read_u32(&notes->leaves[i]);
+			noted[n++] = pg_atomic_read_u32(&notes->indexes[i]);
 	}
 	pg_read_barrier();
 	if (pg_atomic_read_u64(&notes->ends) != mark)

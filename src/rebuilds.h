@@ -12,13 +12,13 @@
 
 extern void gunique_rebuilds_shmem_request(void);
 extern void gunique_rebuilds_shmem_startup(void);
-/* the most leaves gunique_rebuilds_unseen returns */
+/* the most index OIDs gunique_rebuilds_unseen returns */
 #define GUNIQUE_REBUILDS_MAX 64
 
-extern void gunique_rebuilds_note(Oid leaf);
+extern void gunique_rebuilds_note(Oid index);
 extern void gunique_rebuilds_end(void);
 extern uint64 gunique_rebuilds_mark(void);
 extern int	gunique_rebuilds_unseen(Snapshot snapshot, uint64 mark,
-									Oid *leaves);
+									Oid *noted);
 
 #endif							/* GUNIQUE_REBUILDS_H */

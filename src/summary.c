@@ -178,11 +178,14 @@ summary_relcache_callback(Datum arg, Oid relid)
 
 /*
  * Forget the summary of the index if this (sub)transaction rolls back.
- * The caller holds locks that keep everyone else from using it until then.
+ * The caller holds locks that keep everyone else but lookups from using it
+ * until then; lookups, which lock no leaf they rule out, learn of it from
+ * the note (rebuilds.c), made before the caller publishes anything.
  */
 static void
 summary_forget_at_abort(Oid indexoid)
 {
+	gunique_rebuilds_note(indexoid);
 	if (nbuilt == maxbuilt)
 	{
 		maxbuilt = Max(16, maxbuilt * 2);
@@ -536,8 +539,7 @@ gunique_summary_leaf_rebuilt(Relation index)
 
 	if (summaries == NULL)
 		return;
-	/* lookups with older snapshots may need entries the build loses */
-	gunique_rebuilds_note(RelationGetRelid(index));
+	/* noted too: lookups with older snapshots may need what the build loses */
 	summary_forget_at_abort(RelationGetRelid(index));
 	gunique_keymap_make(&map, index, CurrentMemoryContext);
 	summary_clear(RelationGetRelid(index), true, map.rangetype);

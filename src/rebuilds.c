@@ -61,6 +61,8 @@ typedef struct RebuildNotes
 	pg_atomic_uint32 pending[GUNIQUE_REBUILD_NOTES];	/* 1: pending */
 	pg_atomic_uint32 dbs[GUNIQUE_REBUILD_NOTES];	/* the index's database */
 	pg_atomic_uint32 indexes[GUNIQUE_REBUILD_NOTES];	/* the leaf or group */
+	pg_atomic_uint32 running;	/* transactions with pending notes */
+	pg_atomic_uint32 newest;	/* the newest transaction ever noted */
 	pg_atomic_uint32 unplaced;	/* transactions pending with no slot */
 	pg_atomic_uint64 ends;		/* pending transactions ended so far */
 	pg_atomic_uint32 evicted;	/* the newest note evicted while needed */
@@ -97,6 +99,8 @@ gunique_rebuilds_shmem_startup(void)
 			pg_atomic_init_u32(&notes->dbs[i], InvalidOid);
 			pg_atomic_init_u32(&notes->indexes[i], InvalidOid);
 		}
+		pg_atomic_init_u32(&notes->running, 0);
+		pg_atomic_init_u32(&notes->newest, InvalidTransactionId);
 		pg_atomic_init_u32(&notes->unplaced, 0);
 		pg_atomic_init_u64(&notes->ends, 0);
 		pg_atomic_init_u32(&notes->evicted, InvalidTransactionId);
@@ -171,7 +175,15 @@ gunique_rebuilds_note(Oid index)
 			return;
 	horizon = GetOldestNonRemovableTransactionId(NULL);
 	SpinLockAcquire(&notes->mutex);
-	my_xid = xid;
+	if (!TransactionIdIsValid(my_xid))
+	{
+		TransactionId newest = pg_atomic_read_u32(&notes->newest);
+
+		pg_atomic_fetch_add_u32(&notes->running, 1);
+		if (!TransactionIdIsValid(newest) || TransactionIdPrecedes(newest, xid))
+			pg_atomic_write_u32(&notes->newest, xid);
+		my_xid = xid;
+	}
 	slot = rebuilds_slot(xid, horizon);
 	if (slot >= 0)
 	{
@@ -203,6 +215,7 @@ gunique_rebuilds_end(void)
 		pg_atomic_write_u32(&notes->pending[my_slots[i]], 0);
 	if (my_unplaced)
 		pg_atomic_fetch_sub_u32(&notes->unplaced, 1);
+	pg_atomic_fetch_sub_u32(&notes->running, 1);
 	SpinLockRelease(&notes->mutex);
 	my_xid = InvalidTransactionId;
 	my_nslots = 0;
@@ -225,6 +238,27 @@ gunique_rebuilds_mark(void)
 }
 
 /*
+ * The common case, told from two words: no other transaction has a note
+ * pending, and (with a snapshot) every transaction ever noted, evicted
+ * ones too, precedes the snapshot's xmin, so the snapshot sees it as
+ * finished.  Each transaction counts as running from before its first note
+ * is written until after its end is counted, and "newest" is raised before
+ * a note is written.
+ */
+static bool
+rebuilds_none_unseen(Snapshot snapshot)
+{
+	uint32		others = pg_atomic_read_u32(&notes->running) -
+		(TransactionIdIsValid(my_xid) ? 1 : 0);
+	TransactionId newest = pg_atomic_read_u32(&notes->newest);
+
+	if (others != 0)
+		return false;
+	return snapshot == NULL || !TransactionIdIsValid(newest) ||
+		TransactionIdPrecedes(newest, snapshot->xmin);
+}
+
+/*
  * Which leaves and groups of this database might a summary read since
  * "mark" have come from a rebuild that is not final for "snapshot": one it
  * does not see as finished (still running when the snapshot was taken, or
@@ -243,6 +277,11 @@ gunique_rebuilds_unseen(Snapshot snapshot, uint64 mark, Oid *noted)
 	if (notes == NULL)
 		return 0;
 	pg_memory_barrier();
+	if (rebuilds_none_unseen(snapshot))
+	{
+		pg_read_barrier();
+		return pg_atomic_read_u64(&notes->ends) == mark ? 0 : -1;
+	}
 	if (pg_atomic_read_u32(&notes->unplaced) > (my_unplaced ? 1 : 0))
 		return -1;
 	for (int i = 0; i < GUNIQUE_REBUILD_NOTES; i++)

@@ -166,7 +166,7 @@ gunique_build(Relation heap, Relation index, IndexInfo *indexInfo)
 	bytea	   *saved_options = index->rd_options;
 
 	gunique_check_build(index, indexInfo);
-	gunique_summary_leaf_rebuilt(index);
+	gunique_summary_leaf_rebuilt(heap, index);
 
 	/* the options are restored, like relam, before anything else reads them */
 	index->rd_options = build_options(index);

@@ -10,18 +10,24 @@
  * snapshot still sees, and its summary, and a group's filter rebuilt since,
  * may have lost their keys.  (VACUUM removes only entries that no snapshot
  * sees, and REINDEX, VACUUM FULL and CLUSTER keep every entry some snapshot
- * may see.)  So every build of a leaf notes its transaction and the leaf
- * here, as does every group filter built in a transaction that may forget
- * it at abort (summary.c), and a lookup that found nothing trusts the
- * summaries it read only if every transaction noted for a leaf or group it
- * read is one its snapshot sees as finished: see src/README, "Lookups".
+ * may see.)  So every build of a leaf that can lose entries (summary.c: an
+ * index older than its transaction, built over an emptied heap) notes its
+ * transaction and the leaf here, as does every group filter built in a
+ * transaction that may forget it at abort, and a lookup that found nothing
+ * trusts the summaries it read only if every transaction noted for a leaf
+ * or group it read is one its snapshot sees as finished: see src/README,
+ * "Lookups".
  *
  * The notes are a few (transaction, database, index) triples in shared
- * memory, one per leaf or group a transaction rebuilds.  A note is dropped
- * once no snapshot anywhere can still take its transaction for running (it
- * precedes every backend's xmin); if none can be dropped, the oldest is,
- * and "evicted" keeps the newest such, which a snapshot whose xmin is not
- * past it treats as unseen, for every index.
+ * memory, one per leaf or group a transaction rebuilds, with 64-bit
+ * transaction IDs so that a note left alone for 2^31 transactions cannot
+ * pass for a new one.  A note no longer matters once every snapshot
+ * anywhere sees its transaction as finished (PostgreSQL's GlobalVis test),
+ * and its slot is then free; if none is free, the oldest note not pending
+ * is dropped, and "evicted" keeps the newest such, which a snapshot whose
+ * xmin is not past it treats as unseen, for every index.  A server starts
+ * with every transaction before its first as evicted: notes do not outlive
+ * a restart, and prepared transactions do.
  *
  * A note is also "pending" from the build until its transaction's
  * summaries are final: a rollback forgets the rebuilt summaries only in
@@ -29,18 +35,19 @@
  * every snapshot, so a snapshot taken in between sees the rebuild as
  * finished and its summary as current.  A reader with no snapshot (dirty:
  * INSERT ... ON CONFLICT) needs the same for a rebuild still running,
- * which a rollback may undo.  Each pending note that ends counts in
- * "ends" first, so that a reader that read a summary before a rollback
- * forgot it, and the note after it ended, can tell.  Pending notes are
- * never dropped; a transaction whose note finds every slot pending is
- * "unplaced", and every reader trusts nothing while it runs.  See
- * src/README, "Lookups".
+ * which a rollback may undo.  A transaction that forgot summaries counts
+ * in "ends" after it forgot them and before its notes stop pending, so
+ * that a reader that read a summary before it was forgotten, and the notes
+ * after they stopped pending, can tell.  Pending notes are never dropped;
+ * a transaction whose note finds every slot pending is "unplaced", and
+ * every reader trusts nothing while it runs.  See src/README, "Lookups".
  *
  *-------------------------------------------------------------------------
  */
 #include "postgres.h"
 
 #include "access/transam.h"
+#include "access/xlog.h"
 #include "access/xact.h"
 #include "miscadmin.h"
 #include "port/atomics.h"
@@ -57,21 +64,22 @@
 typedef struct RebuildNotes
 {
 	slock_t		mutex;			/* serializes writers; readers take none */
-	pg_atomic_uint32 xids[GUNIQUE_REBUILD_NOTES];	/* 0: free */
+	pg_atomic_uint64 fxids[GUNIQUE_REBUILD_NOTES];	/* 0: free */
 	pg_atomic_uint32 pending[GUNIQUE_REBUILD_NOTES];	/* 1: pending */
 	pg_atomic_uint32 dbs[GUNIQUE_REBUILD_NOTES];	/* the index's database */
 	pg_atomic_uint32 indexes[GUNIQUE_REBUILD_NOTES];	/* the leaf or group */
+	pg_atomic_uint32 primed;	/* 1 once "evicted" covers the start */
 	pg_atomic_uint32 running;	/* transactions with pending notes */
-	pg_atomic_uint32 newest;	/* the newest transaction ever noted */
+	pg_atomic_uint64 newest;	/* the newest transaction noted or evicted */
 	pg_atomic_uint32 unplaced;	/* transactions pending with no slot */
-	pg_atomic_uint64 ends;		/* pending transactions ended so far */
-	pg_atomic_uint32 evicted;	/* the newest note evicted while needed */
+	pg_atomic_uint64 ends;		/* transactions that forgot summaries */
+	pg_atomic_uint64 evicted;	/* the newest note evicted while needed */
 } RebuildNotes;
 
 static RebuildNotes *notes = NULL;
 
 /* This backend's pending notes: their transaction, slots, or unplaced */
-static TransactionId my_xid = InvalidTransactionId;
+static FullTransactionId my_fxid = {0};
 static int	my_slots[GUNIQUE_REBUILD_NOTES];
 static int	my_nslots = 0;
 static bool my_unplaced = false;
@@ -94,43 +102,80 @@ gunique_rebuilds_shmem_startup(void)
 		SpinLockInit(&notes->mutex);
 		for (int i = 0; i < GUNIQUE_REBUILD_NOTES; i++)
 		{
-			pg_atomic_init_u32(&notes->xids[i], InvalidTransactionId);
+			pg_atomic_init_u64(&notes->fxids[i], 0);
 			pg_atomic_init_u32(&notes->pending[i], 0);
 			pg_atomic_init_u32(&notes->dbs[i], InvalidOid);
 			pg_atomic_init_u32(&notes->indexes[i], InvalidOid);
 		}
+		pg_atomic_init_u32(&notes->primed, 0);
 		pg_atomic_init_u32(&notes->running, 0);
-		pg_atomic_init_u32(&notes->newest, InvalidTransactionId);
+		pg_atomic_init_u64(&notes->newest, 0);
 		pg_atomic_init_u32(&notes->unplaced, 0);
 		pg_atomic_init_u64(&notes->ends, 0);
-		pg_atomic_init_u32(&notes->evicted, InvalidTransactionId);
+		pg_atomic_init_u64(&notes->evicted, 0);
 	}
 	LWLockRelease(AddinShmemInitLock);
 }
 
+/* Raise a 64-bit transaction ID kept in shared memory to fxid. */
+static void
+rebuilds_raise(pg_atomic_uint64 *word, uint64 fxid)
+{
+	if (pg_atomic_read_u64(word) < fxid)
+		pg_atomic_write_u64(word, fxid);
+}
+
 /*
- * A slot for a new note: one free, or whose transaction no snapshot can
- * take for running; else the oldest that is not pending, evicted; else
+ * The first use after the server started (or, on a standby, was promoted):
+ * every transaction before it counts as evicted, so that a prepared
+ * transaction that rebuilt a leaf before the restart is not seen as
+ * finished by a snapshot that saw it prepared.  A standby's lookups trust
+ * no summary, and nothing is noted in recovery: the caller is not in
+ * recovery, and read "next" since.  Under the mutex.
+ */
+static void
+rebuilds_prime(FullTransactionId nextfxid)
+{
+	uint64		next = U64FromFullTransactionId(nextfxid);
+
+	if (pg_atomic_read_u32(&notes->primed) != 0)
+		return;
+	rebuilds_raise(&notes->evicted, next - 1);
+	rebuilds_raise(&notes->newest, next - 1);
+	pg_write_barrier();
+	pg_atomic_write_u32(&notes->primed, 1);
+}
+
+/* A 32-bit transaction ID no more than 2^31 before "next", made 64-bit. */
+static uint64
+rebuilds_widen(TransactionId xid, FullTransactionId next)
+{
+	return U64FromFullTransactionId(next) -
+		(uint32) (XidFromFullTransactionId(next) - xid);
+}
+
+/*
+ * A slot for a new note: one free, or whose transaction every snapshot
+ * sees as finished; else the oldest that is not pending, evicted; else
  * none, and this transaction is unplaced.  "evicted" keeps the newest
  * transaction a slot no longer holds while some snapshot may need it,
  * written before the slot is.  Returns the slot, or -1.  Under the mutex.
  */
 static int
-rebuilds_slot(TransactionId xid, TransactionId horizon)
+rebuilds_slot(uint64 fxid, uint64 horizon)
 {
-	TransactionId victim = InvalidTransactionId;
-	TransactionId evicted = pg_atomic_read_u32(&notes->evicted);
+	uint64		victim = 0;
 	int			slot = -1;
 
 	for (int i = 0; i < GUNIQUE_REBUILD_NOTES; i++)
 	{
-		TransactionId cur = pg_atomic_read_u32(&notes->xids[i]);
+		uint64		cur = pg_atomic_read_u64(&notes->fxids[i]);
 
 		if (pg_atomic_read_u32(&notes->pending[i]) != 0)
 			continue;
-		if (!TransactionIdIsValid(cur) || TransactionIdPrecedes(cur, horizon))
+		if (cur < horizon)
 			return i;
-		if (slot < 0 || TransactionIdPrecedes(cur, victim))
+		if (slot < 0 || cur < victim)
 		{
 			slot = i;
 			victim = cur;
@@ -138,60 +183,60 @@ rebuilds_slot(TransactionId xid, TransactionId horizon)
 	}
 	if (slot < 0)
 	{
-		victim = xid;
+		victim = fxid;
 		pg_atomic_fetch_add_u32(&notes->unplaced, 1);
 		my_unplaced = true;
 	}
-	if (!TransactionIdIsValid(evicted) || TransactionIdPrecedes(evicted, victim))
-		pg_atomic_write_u32(&notes->evicted, victim);
+	rebuilds_raise(&notes->evicted, victim);
 	pg_write_barrier();
 	return slot;
 }
 
 /*
- * The current transaction is rebuilding the summary of the leaf (ambuild)
- * or group (a merge).  Noted, pending, before it publishes anything, so
- * before its commit: a reader that reads the notes after a summary made
- * since sees the note.
+ * The current transaction is rebuilding the summary of the index: a leaf
+ * (ambuild) or a group (a merge).  Noted, pending, before it publishes
+ * anything, so before its commit: a reader that reads the notes after a
+ * summary made since sees the note.
  */
 void
 gunique_rebuilds_note(Oid index)
 {
-	TransactionId xid;
-	TransactionId horizon;
+	FullTransactionId fxid;
+	FullTransactionId next;
+	uint64		horizon;
 	int			slot;
 
 	if (notes == NULL)
 		return;
-	xid = GetTopTransactionId();
+	fxid = GetTopFullTransactionId();
 	/* a transaction whose end we missed (no summary callback) ends now */
-	if (TransactionIdIsValid(my_xid) && xid != my_xid)
-		gunique_rebuilds_end();
+	if (FullTransactionIdIsValid(my_fxid) &&
+		!FullTransactionIdEquals(fxid, my_fxid))
+		gunique_rebuilds_end(true);
 	if (my_unplaced)
 		return;
 	for (int i = 0; i < my_nslots; i++)
 		if (pg_atomic_read_u32(&notes->indexes[my_slots[i]]) == index &&
 			pg_atomic_read_u32(&notes->dbs[my_slots[i]]) == MyDatabaseId)
 			return;
-	horizon = GetOldestNonRemovableTransactionId(NULL);
+	next = ReadNextFullTransactionId();
+	horizon = rebuilds_widen(GetOldestNonRemovableTransactionId(NULL), next);
 	SpinLockAcquire(&notes->mutex);
-	if (!TransactionIdIsValid(my_xid))
+	rebuilds_prime(next);
+	if (!FullTransactionIdIsValid(my_fxid))
 	{
-		TransactionId newest = pg_atomic_read_u32(&notes->newest);
-
 		pg_atomic_fetch_add_u32(&notes->running, 1);
-		if (!TransactionIdIsValid(newest) || TransactionIdPrecedes(newest, xid))
-			pg_atomic_write_u32(&notes->newest, xid);
-		my_xid = xid;
+		rebuilds_raise(&notes->newest, U64FromFullTransactionId(fxid));
+		my_fxid = fxid;
 	}
-	slot = rebuilds_slot(xid, horizon);
+	slot = rebuilds_slot(U64FromFullTransactionId(fxid), horizon);
 	if (slot >= 0)
 	{
 		pg_atomic_write_u32(&notes->pending[slot], 1);
 		pg_atomic_write_u32(&notes->dbs[slot], MyDatabaseId);
 		pg_atomic_write_u32(&notes->indexes[slot], index);
 		pg_write_barrier();
-		pg_atomic_write_u32(&notes->xids[slot], xid);
+		pg_atomic_write_u64(&notes->fxids[slot], U64FromFullTransactionId(fxid));
 		my_slots[my_nslots++] = slot;
 	}
 	SpinLockRelease(&notes->mutex);
@@ -201,15 +246,16 @@ gunique_rebuilds_note(Oid index)
 /*
  * The current transaction's summaries are final: it is committing (they
  * stand), or it has forgotten the ones it rebuilt as it rolls back or
- * prepares (summary.c).  Its pending notes end: counted first, then
- * cleared.
+ * prepares ("forgot"; summary.c).  Its pending notes end: counted first
+ * if it forgot, then cleared.
  */
 void
-gunique_rebuilds_end(void)
+gunique_rebuilds_end(bool forgot)
 {
-	if (!TransactionIdIsValid(my_xid))
+	if (!FullTransactionIdIsValid(my_fxid))
 		return;
-	pg_atomic_fetch_add_u64(&notes->ends, 1);	/* a full barrier */
+	if (forgot)
+		pg_atomic_fetch_add_u64(&notes->ends, 1);	/* a full barrier */
 	SpinLockAcquire(&notes->mutex);
 	for (int i = 0; i < my_nslots; i++)
 		pg_atomic_write_u32(&notes->pending[my_slots[i]], 0);
@@ -217,7 +263,7 @@ gunique_rebuilds_end(void)
 		pg_atomic_fetch_sub_u32(&notes->unplaced, 1);
 	pg_atomic_fetch_sub_u32(&notes->running, 1);
 	SpinLockRelease(&notes->mutex);
-	my_xid = InvalidTransactionId;
+	my_fxid = InvalidFullTransactionId;
 	my_nslots = 0;
 	my_unplaced = false;
 }
@@ -232,30 +278,62 @@ gunique_rebuilds_mark(void)
 
 	if (notes == NULL)
 		return 0;
+	if (pg_atomic_read_u32(&notes->primed) == 0 && !RecoveryInProgress())
+	{
+		FullTransactionId next = ReadNextFullTransactionId();
+
+		SpinLockAcquire(&notes->mutex);
+		rebuilds_prime(next);
+		SpinLockRelease(&notes->mutex);
+	}
 	mark = pg_atomic_read_u64(&notes->ends);
 	pg_read_barrier();
 	return mark;
 }
 
 /*
+ * Does the snapshot see the transaction as finished?  Every snapshot does
+ * once it precedes PostgreSQL's horizon; until then it is within 2^31 of
+ * the snapshot's xmin, and its 32 bits tell.
+ */
+static bool
+rebuilds_seen(uint64 fxid, Snapshot snapshot)
+{
+	if (fxid == 0 ||
+		GlobalVisCheckRemovableFullXid(NULL, FullTransactionIdFromU64(fxid)))
+		return true;
+	return !XidInMVCCSnapshot(XidFromFullTransactionId(FullTransactionIdFromU64(fxid)),
+							  snapshot);
+}
+
+/* As rebuilds_seen, for the newest transaction noted: before the xmin? */
+static bool
+rebuilds_before_xmin(uint64 fxid, Snapshot snapshot)
+{
+	if (fxid == 0 ||
+		GlobalVisCheckRemovableFullXid(NULL, FullTransactionIdFromU64(fxid)))
+		return true;
+	return TransactionIdPrecedes(XidFromFullTransactionId(FullTransactionIdFromU64(fxid)),
+								 snapshot->xmin);
+}
+
+/*
  * The common case, told from two words: no other transaction has a note
- * pending, and (with a snapshot) every transaction ever noted, evicted
- * ones too, precedes the snapshot's xmin, so the snapshot sees it as
- * finished.  Each transaction counts as running from before its first note
- * is written until after its end is counted, and "newest" is raised before
- * a note is written.
+ * pending, and (with a snapshot) every transaction ever noted or evicted
+ * precedes the snapshot's xmin.  Each transaction counts as running from
+ * before its first note is written until after its end is counted, and
+ * "newest" is raised before a note is written.
  */
 static bool
 rebuilds_none_unseen(Snapshot snapshot)
 {
 	uint32		others = pg_atomic_read_u32(&notes->running) -
-		(TransactionIdIsValid(my_xid) ? 1 : 0);
-	TransactionId newest = pg_atomic_read_u32(&notes->newest);
+		(FullTransactionIdIsValid(my_fxid) ? 1 : 0);
 
 	if (others != 0)
 		return false;
-	return snapshot == NULL || !TransactionIdIsValid(newest) ||
-		TransactionIdPrecedes(newest, snapshot->xmin);
+	return snapshot == NULL ||
+		rebuilds_before_xmin(pg_atomic_read_u64(&notes->newest), snapshot);
 }
 
 /*
@@ -263,15 +341,15 @@ rebuilds_none_unseen(Snapshot snapshot)
  * "mark" have come from a rebuild that is not final for "snapshot": one it
  * does not see as finished (still running when the snapshot was taken, or
  * begun after), one whose transaction may still forget it (pending), or
- * one that ended since?  With no snapshot (a dirty read), only the last
+ * one forgotten since?  With no snapshot (a dirty read), only the last
  * two.  This transaction's own rebuilds are final for it.  Returns how
  * many index OIDs it put in "noted" (room for GUNIQUE_REBUILDS_MAX, some
- * maybe repeated), or -1 if it cannot tell which: then any may be.
+ * maybe repeated), or -1 if it cannot tell which: then any may be.  The
+ * caller has a snapshot (GlobalVis needs one), dirty or not.
  */
 int
 gunique_rebuilds_unseen(Snapshot snapshot, uint64 mark, Oid *noted)
 {
-	TransactionId evicted;
 	int			n = 0;
 
 	if (notes == NULL)
@@ -286,25 +364,22 @@ gunique_rebuilds_unseen(Snapshot snapshot, uint64 mark, Oid *noted)
 		return -1;
 	for (int i = 0; i < GUNIQUE_REBUILD_NOTES; i++)
 	{
-		TransactionId xid = pg_atomic_read_u32(&notes->xids[i]);
+		uint64		fxid = pg_atomic_read_u64(&notes->fxids[i]);
 
 		pg_read_barrier();
-		if (!TransactionIdIsValid(xid) ||
+		if (fxid == 0 ||
 			pg_atomic_read_u32(&notes->dbs[i]) != MyDatabaseId ||
-			TransactionIdIsCurrentTransactionId(xid))
+			FullTransactionIdEquals(FullTransactionIdFromU64(fxid), my_fxid))
 			continue;
 		if (pg_atomic_read_u32(&notes->pending[i]) != 0 ||
-			(snapshot != NULL && XidInMVCCSnapshot(xid, snapshot)))
+			(snapshot != NULL && !rebuilds_seen(fxid, snapshot)))
 			noted[n++] = pg_atomic_read_u32(&notes->indexes[i]);
 	}
 	pg_read_barrier();
 	if (pg_atomic_read_u64(&notes->ends) != mark)
 		return -1;
-	if (snapshot == NULL)
-		return n;
-	evicted = pg_atomic_read_u32(&notes->evicted);
-	if (TransactionIdIsValid(evicted) &&
-		!TransactionIdPrecedes(evicted, snapshot->xmin))
+	if (snapshot != NULL &&
+		!rebuilds_before_xmin(pg_atomic_read_u64(&notes->evicted), snapshot))
 		return -1;
 	return n;
 }

@@ -16,7 +16,7 @@ extern void gunique_rebuilds_shmem_startup(void);
 #define GUNIQUE_REBUILDS_MAX 64
 
 extern void gunique_rebuilds_note(Oid index);
-extern void gunique_rebuilds_end(void);
+extern void gunique_rebuilds_end(bool forgot);
 extern uint64 gunique_rebuilds_mark(void);
 extern int	gunique_rebuilds_unseen(Snapshot snapshot, uint64 mark,
 									Oid *noted);

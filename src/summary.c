@@ -180,12 +180,14 @@ summary_relcache_callback(Datum arg, Oid relid)
  * Forget the summary of the index if this (sub)transaction rolls back.
  * The caller holds locks that keep everyone else but lookups from using it
  * until then; lookups, which lock no leaf they rule out, learn of it from
- * the note (rebuilds.c), made before the caller publishes anything.
+ * the note (rebuilds.c), made before the caller publishes anything, if
+ * the summary may lack keys a rollback brings back ("note").
  */
 static void
-summary_forget_at_abort(Oid indexoid)
+summary_forget_at_abort(Oid indexoid, bool note)
 {
-	gunique_rebuilds_note(indexoid);
+	if (note)
+		gunique_rebuilds_note(indexoid);
 	if (nbuilt == maxbuilt)
 	{
 		maxbuilt = Max(16, maxbuilt * 2);
@@ -216,12 +218,12 @@ summary_xact_callback(XactEvent event, void *arg)
 			for (int i = 0; i < nbuilt; i++)
 				summary_forget(built[i].indexoid);
 			nbuilt = 0;
-			gunique_rebuilds_end();
+			gunique_rebuilds_end(true);
 			break;
 		case XACT_EVENT_COMMIT:
 		case XACT_EVENT_PARALLEL_COMMIT:
 			nbuilt = 0;
-			gunique_rebuilds_end();
+			gunique_rebuilds_end(false);
 			break;
 		default:
 			break;
@@ -533,14 +535,23 @@ summary_forget(Oid indexoid)
  * the build rolls back.
  */
 void
-gunique_summary_leaf_rebuilt(Relation index)
+gunique_summary_leaf_rebuilt(Relation heap, Relation index)
 {
 	GuniqueKeyMap map;
 
 	if (summaries == NULL)
 		return;
-	/* noted too: lookups with older snapshots may need what the build loses */
-	summary_forget_at_abort(RelationGetRelid(index));
+
+	/*
+	 * Noted if the build can lose entries that lookups with older
+	 * snapshots, or with dirty ones before a rollback, need: only a build
+	 * over an emptied heap (TRUNCATE) of an index other transactions may
+	 * have read.  REINDEX, VACUUM FULL and CLUSTER keep every entry some
+	 * snapshot may see, and an index made in this transaction has none.
+	 */
+	summary_forget_at_abort(RelationGetRelid(index),
+							index->rd_createSubid == InvalidSubTransactionId &&
+							RelationGetNumberOfBlocks(heap) == 0);
 	gunique_keymap_make(&map, index, CurrentMemoryContext);
 	summary_clear(RelationGetRelid(index), true, map.rangetype);
 	summary_relcache_callback((Datum) 0, RelationGetRelid(index));
@@ -1135,7 +1146,7 @@ gunique_summary_merge_begin(Relation topindex, Relation *leaves, bool *whole,
 	 * superset whatever happens.
 	 */
 	if (n >= GUNIQUE_GROUP_FILTER_MIN_LEAVES && all)
-		summary_forget_at_abort(RelationGetRelid(topindex));
+		summary_forget_at_abort(RelationGetRelid(topindex), true);
 
 	/*
 	 * A fill can still fail as it begins (making a filter starts a

@@ -115,7 +115,7 @@ extern void gunique_summary_build_group_filter(GuniqueSummary *group,
 											   char *tree_changed);
 
 /* DDL */
-extern void gunique_summary_leaf_rebuilt(Relation index);
+extern void gunique_summary_leaf_rebuilt(Relation heap, Relation index);
 extern void gunique_summary_index_dropped(Oid indexoid);
 extern void gunique_summary_database_gone(Oid dbid);
 extern GuniqueSummarySaved *gunique_summary_save_all(int *n, int wait_ms);

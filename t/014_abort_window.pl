@@ -22,6 +22,10 @@
 # are noted by leaf: one of another table, or in another database, leaves
 # the lookup's summaries trusted (EXPLAIN ANALYZE's partitions searched);
 # one that finds every note's slot taken makes every lookup search again.
+# A REINDEX in progress loses no entry and is not noted.  A prepared
+# TRUNCATE survives a restart, its note does not: a REPEATABLE READ
+# transaction that saw it prepared must still get a serialization failure
+# after it commits.
 
 use strict;
 use warnings;
@@ -276,6 +280,75 @@ WHERE application_name = 'holder' AND query LIKE 'SELECT pg_sleep%'});
 SELECT pg_cancel_backend(pid) FROM pg_stat_activity
 WHERE application_name IN ('holder', 'other')});
 	finish($_) for ($holder, $other);
+}
+
+# 6. A REINDEX of one of h's leaves in progress loses no entry: a lookup of
+# a key no partition holds, ruled out by h's group filter, neither
+# searches nor waits for it.  (An upsert's insert would: its probe, a
+# speculative one, locks every leaf.)
+{
+	$node->safe_psql('postgres',
+		'INSERT INTO h SELECT i % 63, i FROM generate_series(1, 630) i');
+	my $holder = session('reindex', q{
+BEGIN;
+REINDEX INDEX h_5_k_idx;
+SELECT pg_sleep(600);
+});
+	$node->poll_query_until(
+		'postgres', q{
+SELECT count(*) = 1 FROM pg_stat_activity
+WHERE application_name = 'reindex' AND query LIKE 'SELECT pg_sleep%'});
+	my $plan = $node->safe_psql('postgres', q{
+SET statement_timeout = '20s';
+EXPLAIN (ANALYZE, COSTS OFF, TIMING OFF, SUMMARY OFF)
+SELECT k FROM h WHERE k = 99999});
+	like($plan, qr/Partitions Searched: 0/,
+		'a REINDEX of a leaf in progress: a missing key is still ruled out');
+	$node->safe_psql('postgres', q{
+SELECT pg_cancel_backend(pid) FROM pg_stat_activity
+WHERE application_name = 'reindex'});
+	finish($holder);
+}
+
+# 7. A TRUNCATE prepared before a restart, and committed after it, while a
+# REPEATABLE READ transaction that saw it prepared waits: that transaction's
+# lookup of a key the partition held must fail (40001), as without the
+# restart, not answer that the row never was.  The notes did not survive
+# the restart; every transaction before the first after it counts as
+# evicted.
+{
+	$node->safe_psql('postgres', q{
+INSERT INTO tt VALUES (0, 60);
+BEGIN;
+TRUNCATE tt0;
+PREPARE TRANSACTION 'tr';
+});
+	$node->restart;
+	my $gate = session('gate', q{
+SELECT pg_advisory_lock(77);
+SELECT pg_sleep(600);
+});
+	$node->poll_query_until(
+		'postgres', q{
+SELECT count(*) = 1 FROM pg_locks WHERE locktype = 'advisory' AND objid = 77 AND granted});
+	my $rr = session('rr', q{
+BEGIN ISOLATION LEVEL REPEATABLE READ;
+SELECT count(*) FROM tt3;
+SELECT pg_advisory_lock(77);
+SELECT k FROM tt WHERE k = 60;
+ROLLBACK;
+});
+	ok(waits_for_lock($rr), 'restart: the repeatable read transaction waits at its gate');
+	$node->safe_psql('postgres', "COMMIT PREPARED 'tr'");
+	# tt0's range made valid again, from its new btree
+	$node->safe_psql('postgres', 'INSERT INTO tt VALUES (0, 61)');
+	$node->safe_psql('postgres', q{
+SELECT pg_cancel_backend(pid) FROM pg_stat_activity
+WHERE application_name = 'gate'});
+	finish($gate);
+	my ($out, $err) = finish($rr);
+	like($err, qr/could not serialize access due to a concurrent rewrite/,
+		'restart: the lookup of a key the prepared TRUNCATE took away is a serialization failure');
 }
 
 # Every note has ended: summaries are trusted again (once inserts have

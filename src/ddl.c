@@ -429,6 +429,19 @@ attach_table(UtilityCall *call, AlterTableStmt *stmt, PartitionCmd *cmd)
 			valid_tops = lappend_oid(valid_tops, lfirst_oid(lc));
 	}
 
+	/*
+	 * The check locks every leaf's writers out (ShareLock): do it before
+	 * PostgreSQL locks a default partition (AccessExclusiveLock), which an
+	 * insert into another partition that holds its own and probes may wait
+	 * for: taken after, the check would wait for that insert, and the
+	 * insert for it (src/README, "Lock protocol").
+	 */
+	foreach(lc, tops)
+	{
+		if (gunique_index_is_valid(lfirst_oid(lc)))
+			gunique_check_tree_lock(lfirst_oid(lc));
+	}
+
 	/* ATExecAttachPartition locks the table being attached this way. */
 	child = RangeVarGetRelid(cmd->name, AccessExclusiveLock, true);
 	if (OidIsValid(child) && get_rel_relkind(child) == RELKIND_PARTITIONED_TABLE)

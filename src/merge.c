@@ -783,6 +783,35 @@ merge_tree(Oid topindexoid, LOCKMODE lockmode, Snapshot snapshot,
 }
 
 /*
+ * Take the locks gunique_check_tree takes on the tree's leaves (each table
+ * in ShareLock, then its index), in its order, ahead of it: for a caller
+ * that must hold them before PostgreSQL locks anything an inserter into
+ * the tree may then wait for (ddl.c: ATTACH and a default partition).
+ * Waiting for writers here shows as the check's phase, as in the check.
+ */
+void
+gunique_check_tree_lock(Oid topindexoid)
+{
+	Relation	topindex = index_open(topindexoid, AccessShareLock);
+	List	   *leaves = gunique_tree_leaves(topindexoid);
+	ListCell   *lc;
+	bool		started;
+
+	(void) merge_progress_start(topindex, &started);
+	foreach(lc, leaves)
+	{
+		GuniqueLeaf *leaf = lfirst(lc);
+
+		LockRelationOid(leaf->heapoid, ShareLock);
+		LockRelationOid(leaf->indexoid, AccessShareLock);
+	}
+	if (started)
+		pgstat_progress_end_command();
+	list_free_deep(leaves);
+	index_close(topindex, NoLock);
+}
+
+/*
  * Merge the keys of all leaves of the tree under topindex, calling
  * "callback" for every key that two or more live rows share.  Each leaf table
  * is locked in "lockmode".  Rows are live if "snapshot" sees them.  With

@@ -26,5 +26,6 @@ extern int64 gunique_merge_tree(Oid topindex, LOCKMODE lockmode,
 								GuniqueDuplicateCallback callback, void *arg);
 extern void gunique_check_tree(Oid topindex, Oid attached,
 							   Oid only_attached);
+extern void gunique_check_tree_lock(Oid topindex);
 
 #endif							/* GUNIQUE_MERGE_H */

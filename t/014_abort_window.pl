@@ -106,6 +106,31 @@ sub finish
 	return ($s->{out} =~ s/\s+$//r, $s->{err});
 }
 
+# A session that runs $sql, then sleeps, holding what it took: returned
+# once it sleeps.
+sub hold
+{
+	my ($name, $sql, $db) = @_;
+	my $s = session($name, $sql . "SELECT pg_sleep(600);\n", $db);
+	$node->poll_query_until(
+		'postgres', qq{
+SELECT count(*) = 1 FROM pg_stat_activity
+WHERE application_name = '$name' AND query LIKE 'SELECT pg_sleep%'});
+	return $s;
+}
+
+# End the sleep of sessions made by hold: each then ends (psql reaches the
+# end of its script), its transaction rolled back.
+sub release
+{
+	my @s = @_;
+	my $names = join(', ', map { "'$_->{name}'" } @s);
+	$node->safe_psql('postgres', qq{
+SELECT pg_cancel_backend(pid) FROM pg_stat_activity
+WHERE application_name IN ($names)});
+	finish($_) for @s;
+}
+
 sub readers
 {
 	my @r = (session('lookup', "SELECT k FROM tt WHERE k = 23;\n"));
@@ -185,45 +210,29 @@ PREPARE TRANSACTION 'tw';
 
 # 3. A TRUNCATE rolled back to a savepoint, its transaction still open.
 {
-	my $a = session('savepoint', q{
+	my $a = hold('savepoint', q{
 BEGIN;
 SAVEPOINT s;
 TRUNCATE tt0;
 INSERT INTO tt VALUES (0, 27);
 ROLLBACK TO s;
-SELECT pg_sleep(600);
 });
-	$node->poll_query_until(
-		'postgres', q{
-SELECT count(*) = 1 FROM pg_stat_activity
-WHERE application_name = 'savepoint' AND query LIKE 'SELECT pg_sleep%'});
 	my @r = readers();
 	check_readers('savepoint', @r);
-	$node->safe_psql('postgres', q{
-SELECT pg_cancel_backend(pid) FROM pg_stat_activity
-WHERE application_name = 'savepoint'});
-	finish($a);
+	release($a);
 }
 
 # 4. A TRUNCATE in progress, then rolled back.
 {
-	my $a = session('inprogress', q{
+	my $a = hold('inprogress', q{
 BEGIN;
 TRUNCATE tt0;
 INSERT INTO tt VALUES (0, 28);
-SELECT pg_sleep(600);
 });
-	$node->poll_query_until(
-		'postgres', q{
-SELECT count(*) = 1 FROM pg_stat_activity
-WHERE application_name = 'inprogress' AND query LIKE 'SELECT pg_sleep%'});
 	my @r = readers();
 	ok(waits_for_lock($_), "in progress: the $_->{name} waits for the partition")
 	  for @r;
-	$node->safe_psql('postgres', q{
-SELECT pg_cancel_backend(pid) FROM pg_stat_activity
-WHERE application_name = 'inprogress'});
-	finish($a);
+	release($a);
 	check_readers('in progress', @r);
 }
 
@@ -253,33 +262,20 @@ CREATE UNIQUE INDEX ON o USING gunique (k);
 	$sql .= "CREATE UNIQUE INDEX ON h USING gunique (k);\n";
 	$node->safe_psql('postgres', $sql);
 
-	my $other = session('other', q{
+	my $other = hold('other', q{
 BEGIN;
 TRUNCATE o;
-SELECT pg_sleep(600);
 }, 'other');
-	$node->poll_query_until(
-		'postgres', q{
-SELECT count(*) = 1 FROM pg_stat_activity
-WHERE application_name = 'other' AND query LIKE 'SELECT pg_sleep%'});
 	is(searched_for_missing_key(), 0,
 		'a TRUNCATE in progress in another database: the key is still ruled out');
-	my $holder = session('holder', q{
+	my $holder = hold('holder', q{
 BEGIN;
 TRUNCATE h;
-SELECT pg_sleep(600);
 });
-	$node->poll_query_until(
-		'postgres', q{
-SELECT count(*) = 1 FROM pg_stat_activity
-WHERE application_name = 'holder' AND query LIKE 'SELECT pg_sleep%'});
 	is(searched_for_missing_key(), 0,
 		"another table's 63 partitions truncated in progress: the key is still ruled out");
 	rollback_window('no slot left');
-	$node->safe_psql('postgres', q{
-SELECT pg_cancel_backend(pid) FROM pg_stat_activity
-WHERE application_name IN ('holder', 'other')});
-	finish($_) for ($holder, $other);
+	release($holder, $other);
 }
 
 # 6. A REINDEX of one of h's leaves in progress loses no entry: a lookup of
@@ -289,25 +285,17 @@ WHERE application_name IN ('holder', 'other')});
 {
 	$node->safe_psql('postgres',
 		'INSERT INTO h SELECT i % 63, i FROM generate_series(1, 630) i');
-	my $holder = session('reindex', q{
+	my $holder = hold('reindex', q{
 BEGIN;
 REINDEX INDEX h_5_k_idx;
-SELECT pg_sleep(600);
 });
-	$node->poll_query_until(
-		'postgres', q{
-SELECT count(*) = 1 FROM pg_stat_activity
-WHERE application_name = 'reindex' AND query LIKE 'SELECT pg_sleep%'});
 	my $plan = $node->safe_psql('postgres', q{
 SET statement_timeout = '20s';
 EXPLAIN (ANALYZE, COSTS OFF, TIMING OFF, SUMMARY OFF)
 SELECT k FROM h WHERE k = 99999});
 	like($plan, qr/Partitions Searched: 0/,
 		'a REINDEX of a leaf in progress: a missing key is still ruled out');
-	$node->safe_psql('postgres', q{
-SELECT pg_cancel_backend(pid) FROM pg_stat_activity
-WHERE application_name = 'reindex'});
-	finish($holder);
+	release($holder);
 }
 
 # 7. A TRUNCATE prepared before a restart, and committed after it, while a
@@ -324,13 +312,9 @@ TRUNCATE tt0;
 PREPARE TRANSACTION 'tr';
 });
 	$node->restart;
-	my $gate = session('gate', q{
+	my $gate = hold('gate', q{
 SELECT pg_advisory_lock(77);
-SELECT pg_sleep(600);
 });
-	$node->poll_query_until(
-		'postgres', q{
-SELECT count(*) = 1 FROM pg_locks WHERE locktype = 'advisory' AND objid = 77 AND granted});
 	my $rr = session('rr', q{
 BEGIN ISOLATION LEVEL REPEATABLE READ;
 SELECT count(*) FROM tt3;
@@ -342,10 +326,7 @@ ROLLBACK;
 	$node->safe_psql('postgres', "COMMIT PREPARED 'tr'");
 	# tt0's range made valid again, from its new btree
 	$node->safe_psql('postgres', 'INSERT INTO tt VALUES (0, 61)');
-	$node->safe_psql('postgres', q{
-SELECT pg_cancel_backend(pid) FROM pg_stat_activity
-WHERE application_name = 'gate'});
-	finish($gate);
+	release($gate);
 	my ($out, $err) = finish($rr);
 	like($err, qr/could not serialize access due to a concurrent rewrite/,
 		'restart: the lookup of a key the prepared TRUNCATE took away is a serialization failure');

@@ -13,10 +13,13 @@
 # and one of 40 range partitions (a group of 16 or more leaves has a group
 # filter) with a gunique index on a column that is not the partition key.
 # At times a pgbench load inserts keys from a sequence beside the DDL.
+# The sessions also look rows up by the key (lookups, see below), which
+# gunique plans as its own scan of the partitioned table.
 # On PostgreSQL 18 the sessions also run INSERT ... ON CONFLICT DO NOTHING
 # (upserts, see below); on 15 and 17, which refuse ON CONFLICT on such a
-# table, none is generated, and a seed makes the same steps as before
-# upserts were added (the operations and their weights are those of before).
+# table, none is generated, and with GUNIQUE_STATEFUL_LOOKUPS=0 a seed makes
+# the same steps as before upserts and lookups were added (the operations
+# and their weights are those of before).
 #
 # A model in Perl knows the committed rows of every partition, what each
 # open or prepared transaction and each savepoint has done, and predicts
@@ -65,11 +68,69 @@
 # decide a row when the statement begins), and the row's fate is taken
 # from it; the checks below then cover it.
 #
+# Lookups: SELECT k, p FROM t WHERE k = n, k = ANY ('{...}') or k IN (...)
+# (one key, or up to six, some absent, some repeated), also as prepared
+# statements with generic plans, and at times from one leaf partition (a
+# plain scan of its btree; the model has no partitioned partitions); in
+# autocommit, in the session's transaction (READ COMMITTED: its own changes
+# seen), and in REPEATABLE READ transactions that only look up (their
+# snapshot is their first lookup's).  Keys live, deleted, rolled back, held
+# by other open or prepared transactions, by the session's own, bulk keys
+# live or gone, new ones; those of partitions that another transaction
+# truncated, took out or put in preferred (the lookup waits for its lock).
+# At times (a race) one session sends a burst of lookups and, at once,
+# another ends its transaction (COMMIT, ROLLBACK, ROLLBACK TO SAVEPOINT,
+# COMMIT or ROLLBACK PREPARED), keys that end decides preferred, so that
+# snapshots fall anywhere in it, a rollback of a TRUNCATE included.  Since
+# transactions with DDL are seldom open long, a scene at times plays in
+# one step: a transaction truncates (or detaches, drops, attaches,
+# reindexes a leaf), maybe inserts or bulk-inserts, another session looks
+# its partition's keys up (and waits), a third races its end; the second
+# is at times a REPEATABLE READ transaction that took its snapshot before
+# the DDL and looks the keys up again after the end.  The model's rules:
+#   - every change of the committed state makes a version, and while a
+#     lookup may need them the versions are kept, with the partitions whose
+#     storage their commit replaced (TRUNCATE);
+#   - a lookup sent at version f and judged at version l took its snapshot
+#     at some version i, f <= i <= l (REPEATABLE READ: one of the versions
+#     that its transaction's lookups so far allow), and read the
+#     partitions attached at some version j, max(i, f) <= j <= l: gunique
+#     reads the partition descriptors when the lookup runs, as
+#     PostgreSQL's planner does, so a partition attached after the
+#     snapshot is read, with the rows the snapshot sees in it;
+#   - for some such i and j it returns exactly the rows of its keys the
+#     snapshot sees: committed at version i, with the changes of the
+#     session's own transaction, in a partition attached at j (or in the
+#     leaf read); never a row twice, nor one of a key not asked for;
+#   - but a row may be missing from a partition that a TRUNCATE committed
+#     after version i and while the lookup ran emptied (the lookup waited
+#     for its lock and then reads it empty, as PostgreSQL's plan would);
+#     from a leaf, after version i (a plain scan reads what TRUNCATE left);
+#   - a serialization failure (40001, not from a leaf) only where a key
+#     may be found nowhere and a partition attached at j was truncated
+#     after version i (src/README, "Lookups": the storage is newer than
+#     the snapshot); a deadlock only if the lookup waited, or raced; 42P01
+#     only for a leaf dropped by version j; nothing else;
+#   - so that every commit a lookup may see is a version before it is
+#     judged, no lookup starts while another session's statement in
+#     autocommit that runs DDL, TRUNCATE or the bulk delete is running (it
+#     may commit when the model does not see it: once pgbench's lock is
+#     released, say; DETACH CONCURRENTLY commits its first transaction and
+#     then waits), and no lookup takes a key that a running statement in
+#     autocommit writes; nor does such a statement start while a lookup
+#     runs (of its keys).  A lookup's verdict, and the candidate versions,
+#     are in the failure's message.
+#
 # Every few steps all sessions end their transactions, and then:
 #   - no upsert lock is held (an advisory lock with field4 0x6775, which
 #     pg_locks shows as objsubid 26485);
 #   - gunique_verify() reports nothing and no key appears twice;
 #   - the rows of every partition (attached or not) are the model's;
+#   - one lookup of every hot key (and a few more) and of two keys of each
+#     partition's share of every bulk finds exactly the model's rows; once
+#     a round, EXPLAIN shows a lookup by one key, by an array and by a
+#     prepared statement's generic plan as a Custom Scan (GuniqueLookup)
+#     with no Append, and EXPLAIN ANALYZE of a live key finds its row;
 #   - every live key is refused from another partition (from every other
 #     one with 4 partitions), in a subtransaction rolled back, and (18)
 #     skipped there by one upsert of them all, through a WITH query;
@@ -89,6 +150,8 @@
 #   GUNIQUE_STATEFUL_PARTITIONS=  each of these numbers of partitions
 #     n,n...                      (default: 4,40)
 #   GUNIQUE_STATEFUL_CHECK_EVERY=n  steps between checks (default: 10)
+#   GUNIQUE_STATEFUL_LOOKUPS=0    no lookups: a seed makes the steps it made
+#                                 before lookups were added (default: 1)
 #
 # A long run: many tables rather than very many steps each, as a table
 # grows with its bulk inserts (each large one gives the filters more keys
@@ -101,6 +164,8 @@
 # transaction has touched, and the checks run once every session has ended
 # its transaction (prepared ones are finished then, too).
 #
+# (The seeds and steps below are those of the test before lookups were
+# added: GUNIQUE_STATEFUL_LOOKUPS=0 makes them again.)
 # On the tree before the fixes of issue 13's items 1 and 5 (PostgreSQL 15)
 # it found:
 #   - item 1, a group filter rebuilt by a bulk insert in a transaction that
@@ -139,6 +204,7 @@ my $seed = $ENV{GUNIQUE_STATEFUL_SEED} // 2;
 my $steps = $ENV{GUNIQUE_STATEFUL_STEPS} // 300;
 my $rounds = $ENV{GUNIQUE_STATEFUL_ROUNDS} // 2;
 my $check_every = $ENV{GUNIQUE_STATEFUL_CHECK_EVERY} // 10;
+my $lookups = $ENV{GUNIQUE_STATEFUL_LOOKUPS} // 1;
 my @sizes = split /,/, ($ENV{GUNIQUE_STATEFUL_PARTITIONS} // '4,40');
 my $nsess = 3;
 my $bulk_base = 100_000;       # keys of bulk inserts start here
@@ -350,6 +416,7 @@ sub new_txn
 		rows => {},     # slot => {k => 1 inserted, 0 deleted}
 		where => {},    # k => {slot => 1}: slots in rows
 		trunc => {},    # slot => 1: committed rows gone
+		rewrote => {},  # slot => 1: truncated (its storage replaced)
 		ddl => 0,       # membership DDL done
 		bulks => [],    # bulk records inserted
 		bulkdel => {},  # slot => {lo => 1}: the committed bulk records
@@ -360,7 +427,7 @@ sub new_txn
 	};
 }
 
-sub state_of { my ($t) = @_; return { map { $_ => $t->{$_} } qw(parts rows where trunc ddl bulks bulkdel) }; }
+sub state_of { my ($t) = @_; return { map { $_ => $t->{$_} } qw(parts rows where trunc rewrote ddl bulks bulkdel) }; }
 
 sub copy_state { my ($t) = @_; return dclone(state_of($t)); }
 
@@ -497,8 +564,10 @@ sub apply_ops
 sub commit_txn
 {
 	my ($t) = @_;
+	my %gone;
 	for my $slot (keys %{ $t->{trunc} })
 	{
+		$gone{$_} = 1 for keys %{ $M{rows}{$slot} // {} };
 		delete $M{where}{$_}{$slot} for keys %{ $M{rows}{$slot} // {} };
 		$M{rows}{$slot} = {};
 	}
@@ -527,9 +596,68 @@ sub commit_txn
 				delete $M{rows}{$slot}{$k};
 				delete $M{where}{$k}{$slot};
 				delete $M{where}{$k} unless %{ $M{where}{$k} };
+				$gone{$k} = 1;
 			}
 		}
 	}
+	ghosts(keys %gone);
+	ver_commit($t);
+}
+
+#
+# Versions of the committed state, for lookups: every change of it (the
+# commits above, and a bulk committed alone) makes one.  While a running
+# lookup, or a REPEATABLE READ transaction's snapshot, may need them, each
+# version keeps a copy of the state and the slots whose storage its commit
+# replaced (TRUNCATE).
+#
+sub ver_needed
+{
+	my @n = map { $_->{from} } values %{ $M{watch} // {} };
+	for my $d (@sess)
+	{
+		push @n, $d->{tx}{rr_vers}[0] if $d->{tx} && $d->{tx}{rr_vers};
+	}
+	return @n ? min(@n) : undef;
+}
+
+sub ver_copy
+{
+	my ($rewrote) = @_;
+	my $c = dclone({ map { $_ => $M{$_} } qw(rows where parts bulks) });
+	$c->{rewrote} = { %{ $rewrote // {} } };
+	return $c;
+}
+
+# The current version, kept.
+sub ver_keep
+{
+	$M{ver} //= 0;
+	$M{vers}{ $M{ver} } //= ver_copy();
+	return $M{ver};
+}
+
+sub ver_commit
+{
+	my ($t) = @_;
+	$M{ver}++;
+	my $need = ver_needed();
+	if (!defined $need)
+	{
+		$M{vers} = {};
+		return;
+	}
+	$M{vers}{ $M{ver} } = ver_copy($t->{rewrote});
+	delete $M{vers}{$_} for grep { $_ < $need } keys %{ $M{vers} };
+}
+
+# Keys deleted or rolled back lately, for lookups (never for the
+# steps when GUNIQUE_STATEFUL_LOOKUPS=0: no randomness here).
+sub ghosts
+{
+	my $g = $M{ghosts} //= [];
+	push @$g, sort { $a <=> $b } grep { $_ < $bulk_base } @_;
+	splice(@$g, 0, @$g - 40) if @$g > 40;
 }
 
 sub slot_bounds { my ($slot) = @_; return ($slot * 10, $slot * 10 + 10); }
@@ -554,18 +682,25 @@ sub existing_slots
 #
 sub run_action
 {
-	my ($d, $a) = @_;
+	my ($d, $a, $nosettle) = @_;
 	my $t = $d->{tx};
+	if ($a->{lookup})
+	{
+		# judged against every version from this one on
+		$a->{lookup}{from} = ver_keep();
+		$a->{lookup}{id} = ++$M{lookup_id};
+		$M{watch}{ $a->{lookup}{id} } = $a->{lookup};
+	}
 	$a->{touch} = new_txn();
 	$a->{touch}{ddl} = 1 if $a->{ddl};
 	$a->{touch}{rebuild} = 1 if $a->{rebuild};
 	$a->{touch}{attach} = 1 if $a->{sql} =~ /ATTACH PARTITION/;
 	$a->{touch}{trunc}{ $a->{trunc_slot} } = 1 if defined $a->{trunc_slot};
 	$a->{touch}{where}{ $_->[2] }{ $_->[1] } = 1 for @{ $a->{ops} // [] };
-	trace("$d->{s}{name}: $a->{sql}" . ($a->{data} ? ' ' . join(' ', map { "($_->[1]:$_->[2])" } @{ $a->{ops} }) : ''));
+	trace("$d->{s}{name}: " . ($a->{label} // $a->{sql}) . ($a->{data} ? ' ' . join(' ', map { "($_->[1]:$_->[2])" } @{ $a->{ops} }) : ''));
 	sess_send($d->{s}, $a->{sql}, $a->{data});
 	$d->{pending} = $a;
-	settle($d, 1);
+	settle($d, 1) unless $nosettle;
 }
 
 # Is the session's statement waiting for another session (or a prepared
@@ -605,7 +740,7 @@ sub settle
 		fail_now("session $d->{s}{name} (pid $d->{s}{pid}) hangs in: $d->{pending}{sql}; "
 			  . join(' ', map { "$_->{s}{name}:" . ($_->{tx} ? 'tx' : '-') . ($_->{pending} ? 'P' : '') } @sess)
 			  . " may_wait $may_wait, last is_blocked: $M{last_blocked}\n"
-			  . ctl_query("SELECT string_agg(format('%s %s %s %s', pid, state, pg_blocking_pids(pid), query), E'\\n') FROM pg_stat_activity"))
+			  . ctl_query("SELECT string_agg(format('%s %s %s %s:%s %s %s', pid, backend_type, state, wait_event_type, wait_event, pg_blocking_pids(pid), query), E'\\n') FROM pg_stat_activity"))
 		  if time > $deadline;
 		usleep(2000);
 	}
@@ -631,7 +766,7 @@ sub wait_any
 		fail_now('sessions hang: '
 			  . join(' ', map { "$_->{s}{name} in $_->{pending}{sql}" } grep { $_->{pending} } @sess)
 			  . "\n"
-			  . ctl_query("SELECT string_agg(format('%s %s %s %s', pid, state, pg_blocking_pids(pid), query), E'\\n') FROM pg_stat_activity"))
+			  . ctl_query("SELECT string_agg(format('%s %s %s %s:%s %s %s', pid, backend_type, state, wait_event_type, wait_event, pg_blocking_pids(pid), query), E'\\n') FROM pg_stat_activity"))
 		  if time > $deadline;
 		usleep(2000);
 	}
@@ -744,6 +879,7 @@ sub stmt_failed
 {
 	my ($d) = @_;
 	my $t = $d->{tx} or return;
+	ghosts(keys %{ $t->{where} });
 	if (@{ $t->{saves} })
 	{
 		set_state($t, dclone($t->{saves}[-1][1]));
@@ -811,6 +947,22 @@ sub op_insert
 	return {
 		sql => 'INSERT INTO t VALUES '
 		  . join(', ', map { "($_->[0], $_->[1])" } @rows),
+		ops => \@ops,
+		done => \&rows_done
+	};
+}
+
+# An insert of n hot keys into the partition of slot (a lookup scene's).
+sub op_insert_into
+{
+	my ($d, $slot, $n) = @_;
+	return unless view_part($d->{tx}, $slot)->{attached};
+	my @free = grep { !key_slots($d->{tx}, $_) && !uncertain($d->{tx}, $_) } 1 .. $M{hot};
+	my @ops = map { [ 'ins', $slot, pick(@free) // hot_key() ] } 1 .. $n;
+	my $up = running_keys($d, 1);
+	return if grep { $up->{ $_->[2] } } @ops;
+	return {
+		sql => 'INSERT INTO t VALUES ' . join(', ', map { '(' . rand_p($slot) . ", $_->[2])" } @ops),
 		ops => \@ops,
 		done => \&rows_done
 	};
@@ -1195,6 +1347,7 @@ sub op_bulk
 			else
 			{
 				push @{ $M{bulks} }, $rec;
+				ver_commit(new_txn());
 			}
 		}
 	};
@@ -1208,6 +1361,7 @@ sub op_bulk_delete
 	return if others($t);
 	return {
 		sql => "DELETE FROM t WHERE k >= $bulk_base AND k < $load_base",
+		bulkdel => 1,
 		done => sub {
 			my ($d, $st, $a) = @_;
 			fail_now("$d->{s}{name}: $a->{sql}: $st: $d->{s}{lasterr}")
@@ -1393,7 +1547,7 @@ sub op_truncate
 		trunc_slot => $slot,
 		rebuild => 1,
 		done => \&ddl_done,
-		after => sub { drop_rows($_[0], $slot); }
+		after => sub { drop_rows($_[0], $slot); $_[0]{rewrote}{$slot} = 1; }
 	};
 }
 
@@ -1470,6 +1624,7 @@ sub op_end
 			fail_now("$how: $st: $d->{s}{lasterr}") unless $st eq '00000';
 			my $t = delete $d->{tx};
 			commit_txn($t) if $how eq 'COMMIT';
+			ghosts(keys %{ $t->{where} }) if $how ne 'COMMIT';
 		}
 	};
 }
@@ -1486,6 +1641,7 @@ sub op_finish_prepared
 			fail_now("finishing $gid: $st: $d->{s}{lasterr}") unless $st eq '00000';
 			my $t = delete $prepared{$gid};
 			commit_txn($t) if $commit;
+			ghosts(keys %{ $t->{where} }) unless $commit;
 		}
 	};
 }
@@ -1533,6 +1689,495 @@ sub op_release
 	};
 }
 
+#
+# Lookups by the key: see the header for the model's rules.
+#
+
+# Could a statement running in autocommit commit what a lookup may see at a
+# moment the model cannot place?  DDL (DETACH CONCURRENTLY commits its first
+# transaction, then waits), TRUNCATE and the bulk delete can wait for the
+# pgbench load's locks, and commit once the load lets them go.
+sub lookup_unsafe
+{
+	my ($a) = @_;
+	return $a->{ddl} || defined $a->{trunc_slot} || $a->{bulkdel};
+}
+
+# The keys that statements of other sessions running in autocommit write,
+# or undef if one of them is unsafe for a lookup to run beside.
+sub lookup_busy
+{
+	my ($d) = @_;
+	my %busy;
+	for my $o (grep { $_ != $d && $_->{pending} && !$_->{tx} } @sess)
+	{
+		return if lookup_unsafe($o->{pending});
+		$busy{$_} = 1 for keys %{ $o->{pending}{touch}{where} };
+	}
+	return \%busy;
+}
+
+# Must session d's action (not a lookup) wait until the running lookups
+# have ended?  In autocommit, if it is unsafe or writes one of their keys.
+sub lookup_interferes
+{
+	my ($d, $a) = @_;
+	return 0 if $d->{tx} || $a->{lookup};
+	my @run = grep { $_ != $d && $_->{pending} && $_->{pending}{lookup} } @sess;
+	return 0 unless @run;
+	return 1 if lookup_unsafe($a);
+	my %k = map { $_ => 1 } map { @{ $_->{pending}{lookup}{keys} } } @run;
+	return scalar grep { $k{ $_->[2] } } @{ $a->{ops} // [] };
+}
+
+sub any_bulk_key
+{
+	my $r = pick(@{ $M{bulks} }) or return;
+	return $r->{lo} + int(rand($r->{hi} - $r->{lo} + 1));
+}
+
+# Keys written by t (and one of its bulk keys).
+sub own_keys
+{
+	my ($t) = @_;
+	return () unless $t;
+	my @k = sort { $a <=> $b } grep { $_ < $bulk_base } keys %{ $t->{where} };
+	my $r = pick(@{ $t->{bulks} });
+	push @k, $r->{lo} + int(rand($r->{hi} - $r->{lo} + 1)) if $r;
+	return @k;
+}
+
+# Keys that transactions other than t hold: open, prepared, or written by
+# running statements, and the committed keys of the partitions they
+# truncated (and one of their bulk keys).
+sub other_keys
+{
+	my ($t) = @_;
+	my (%k, @b);
+	for my $o (others($t))
+	{
+		$k{$_} = 1 for grep { $_ < $bulk_base } keys %{ $o->{where} };
+		$k{$_} = 1 for map { keys %{ $M{rows}{$_} // {} } } keys %{ $o->{trunc} };
+		push @b, @{ $o->{bulks} };
+	}
+	my @k = sort { $a <=> $b } keys %k;
+	my $r = pick(sort { $a->{lo} <=> $b->{lo} } @b);
+	push @k, $r->{lo} + int(rand($r->{hi} - $r->{lo} + 1)) if $r;
+	return @k;
+}
+
+# Keys that the end of transaction o decides: those it wrote, and the
+# committed ones of the partitions it truncated, took out or put in.
+sub race_keys
+{
+	my ($o) = @_;
+	my @k = grep { $_ < $bulk_base } keys %{ $o->{where} };
+	my %slots = map { $_ => 1 } keys %{ $o->{trunc} }, keys %{ $o->{parts} };
+	for my $slot (sort { $a <=> $b } keys %slots)
+	{
+		push @k, keys %{ $M{rows}{$slot} // {} };
+		push @k, bulk_sample($slot, 2);
+	}
+	return sort { $a <=> $b } @k;
+}
+
+# Committed keys of the partitions that transactions other than t have
+# truncated, taken out or put in (the lookup may wait for their locks).
+sub ddl_keys
+{
+	my ($t) = @_;
+	my %slots;
+	for my $o (others($t))
+	{
+		$slots{$_} = 1 for keys %{ $o->{trunc} }, keys %{ $o->{parts} };
+	}
+	my @k;
+	for my $slot (sort { $a <=> $b } keys %slots)
+	{
+		push @k, sort { $a <=> $b } keys %{ $M{rows}{$slot} // {} };
+		push @k, bulk_sample($slot, 1);
+	}
+	return @k;
+}
+
+# A key to look up: one of the preferred (a race's, or of DDL), or live, a bulk key
+# (live in the session's view, or any), held by other transactions or by
+# the session's own, deleted or rolled back lately, any hot key, or new;
+# never one that a statement running in autocommit writes.
+sub lookup_key
+{
+	my ($d, $busy, $pref) = @_;
+	my $t = $d->{tx};
+	my $k;
+	if ($pref && @$pref && rand() < 0.6)
+	{
+		$k = pick(@$pref);
+	}
+	else
+	{
+		my $r = rand();
+		if ($r < 0.25) { $k = pick(grep { live_slots(undef, $_) } sort { $a <=> $b } keys %{ $M{where} }); }
+		elsif ($r < 0.35) { $k = rand() < 0.6 ? bulk_key($t) : any_bulk_key(); }
+		elsif ($r < 0.52) { $k = pick(other_keys($t)); }
+		elsif ($r < 0.65) { $k = pick(own_keys($t)); }
+		elsif ($r < 0.78) { $k = pick(@{ $M{ghosts} // [] }); }
+		elsif ($r < 0.9) { $k = hot_key(); }
+	}
+	$k = $M{hot} + 1 + int(rand(50)) if !defined $k || $busy->{$k};
+	return $k;
+}
+
+# One lookup statement: by one key or by several (an array, an IN list),
+# also as a prepared statement (a generic plan), from t or from a leaf.
+sub lookup_sql
+{
+	my ($d, $keys, $leaf) = @_;
+	my $from = defined $leaf ? "t_$leaf" : 't';
+	my $prep = !defined $leaf && $d->{prep} && rand() < 0.25;
+	if (@$keys == 1 && rand() < 0.8)
+	{
+		return $prep ? "EXECUTE lk1($keys->[0])" : "SELECT k, p FROM $from WHERE k = $keys->[0]";
+	}
+	my $arr = "'{" . join(',', @$keys) . "}'";
+	return "EXECUTE lkn($arr)" if $prep;
+	return "SELECT k, p FROM $from WHERE k IN (" . join(', ', @$keys) . ')' if rand() < 0.3;
+	return "SELECT k, p FROM $from WHERE k = ANY ($arr)";
+}
+
+# Look keys up: one statement, or a burst of them (a race's, $race: the
+# keys its end decides); $pref: keys preferred, else those of DDL.
+sub op_lookup
+{
+	my ($d, $race, $pref) = @_;
+	my $t = $d->{tx};
+	return if $t && $t->{aborted};
+	my $busy = lookup_busy($d) or return;
+	my $n = $race ? 1 + int(rand(4)) : 1;
+	$pref = $race // $pref // [ ddl_keys($t) ];
+	my (@stmts, %keys);
+	for (1 .. $n)
+	{
+		my @k;
+		my $nk = rand() < 0.6 ? 1 : 2 + int(rand(5));
+		for my $i (1 .. $nk)
+		{
+			push @k, $i > 1 && rand() < 0.2 ? $k[ int(rand(@k)) ] : lookup_key($d, $busy, $pref);
+		}
+		my $leaf = rand() < 0.1 ? pick(existing_slots($t)) : undef;
+		$keys{$_} = 1 for @k;
+		push @stmts, { keys => \@k, leaf => $leaf, sql => lookup_sql($d, \@k, $leaf) };
+	}
+	return {
+		# each statement but the last followed by its SQLSTATE
+		sql => join(";\n\\echo \@\@LK :SQLSTATE \@\@\n", map { $_->{sql} } @stmts),
+		label => join('; ', map { $_->{sql} } @stmts),
+		lookup => {
+			stmts => \@stmts,
+			keys => [ sort { $a <=> $b } keys %keys ],
+			t => $t,
+			ddl => scalar(grep { %{ $_->{trunc} } || $_->{ddl} } others($t))
+		},
+		done => \&lookup_done
+	};
+}
+
+# A race: a burst of lookups from session d, in autocommit, sent at once
+# with another session's end of its transaction (or of a prepared one),
+# the keys that end decides preferred.
+sub op_lookup_race
+{
+	my ($d) = @_;
+	return if $d->{tx};
+	my ($e, $end, @pref);
+	my @e = grep { $_ != $d && !$_->{pending} && $_->{tx} } @sess;
+	if (@e)
+	{
+		$e = pick(@e);
+		my $o = $e->{tx};
+		my $r = rand();
+		$end = ($r < 0.2 && op_rollback_to($e))
+		  || op_end($e, $o->{aborted} || $r < 0.6 ? 'ROLLBACK' : 'COMMIT');
+		@pref = race_keys($o);
+	}
+	elsif (%prepared)
+	{
+		$e = pick(grep { $_ != $d && !$_->{pending} && !$_->{tx} } @sess) or return;
+		$end = op_finish_prepared($e, rand() < 0.5);
+		@pref = map { race_keys($prepared{$_}) } sort keys %prepared;
+	}
+	return unless $end;
+	my $act = op_lookup($d, \@pref) or return;
+	$act->{race} = [ $e, $end ];
+	$act->{raced} = 1;
+	return $act;
+}
+
+# Lookups beside DDL in a transaction, which is seldom open long: a scene
+# of several statements in one step (see lookup_scene).
+sub op_lookup_scene
+{
+	my ($d) = @_;
+	return if $d->{tx} || !ddl_ok($d) || grep { $_->{pending} } @sess;
+	return { scene => 1 };
+}
+
+# Session d begins a transaction (a savepoint, at times), truncates a
+# partition (or detaches, drops or attaches one, or reindexes a leaf), and
+# at times inserts or bulk-inserts (rebuilding summaries); another session
+# looks keys up (those of the partitions d changed preferred: it waits for
+# their locks); then a third sends a burst of lookups and at once d
+# commits, rolls back, or rolls back to the savepoint.  At times the second
+# session is a REPEATABLE READ transaction that took its snapshot before
+# the DDL, and looks the keys up again after d's end (a TRUNCATE committed
+# since: a serialization failure, or the rows).  Each statement is judged
+# as any other; the scene stops where one of d's waits.
+sub lookup_scene
+{
+	my ($d) = @_;
+	trace("$d->{s}{name}: scene: DDL in a transaction, lookups beside it");
+	$M{lk}{scenes}++;
+	my $rd = pick(grep { $_ != $d && !$_->{pending} && !($_->{tx} && $_->{tx}{aborted}) } @sess);
+	if ($rd && !$rd->{tx} && rand() < 0.5)
+	{
+		run_action($rd, op_begin_rr($rd));
+		my $first = op_lookup($rd);
+		run_action($rd, $first) if $first;
+		return if $rd->{pending};
+	}
+	run_action($d, op_begin($d));
+	my $t = $d->{tx} or return;
+	my $save = rand() < 0.3 && op_savepoint($d);
+	run_action($d, $save) if $save;
+	my $r = rand();
+	my $ddl = ($r < 0.55 ? op_truncate($d)
+		  : $r < 0.7 ? op_detach($d, 0)
+		  : $r < 0.82 ? op_reindex($d, 'leaf')
+		  : $r < 0.9 ? op_drop($d)
+		  : op_attach($d)) || op_truncate($d);
+	run_action($d, $ddl) if $ddl;
+	return if $d->{pending} || $t->{aborted};
+	# rebuild the truncated leaf's summary (as a TRUNCATE rolled back once
+	# was found with, src/README "Lookups"), or others'
+	$r = rand();
+	my $more = $r < 0.35 && defined $ddl->{trunc_slot} ? op_insert_into($d, $ddl->{trunc_slot}, 1 + int(rand(3)))
+	  : $r < 0.5 ? op_insert($d, 1 + int(rand(3)))
+	  : $r < 0.65 ? op_bulk($d, 0) : undef;
+	run_action($d, $more) if $more;
+	return if $d->{pending};
+	# reindexed: its leaf's keys
+	my @keys = race_keys($t);
+	push @keys, sort { $a <=> $b } keys %{ $M{rows}{$1} // {} }
+	  if $ddl && $ddl->{sql} =~ /REINDEX INDEX t_(\d+)_k_idx/;
+	my $lb = $rd && !$rd->{pending} && op_lookup($rd, undef, \@keys);
+	run_action($rd, $lb) if $lb;
+	my $end = ($save && !$t->{aborted} && rand() < 0.4 && op_rollback_to($d))
+	  || op_end($d, !$t->{aborted} && rand() < 0.5 ? 'COMMIT' : 'ROLLBACK');
+	my $c = pick(grep { $_ != $d && !$_->{pending} && !$_->{tx} } @sess);
+	my $lc = $c && op_lookup($c, \@keys);
+	if ($lc)
+	{
+		$lc->{raced} = 1;
+		run_action($c, $lc, 1);
+	}
+	run_action($d, $end);
+	settle($c, 1) if $lc && $c->{pending};
+	return unless $rd && $rd->{tx} && $rd->{tx}{rr};
+	settle($rd, 1) if $rd->{pending};
+	my $again = !$rd->{pending} && op_lookup($rd, undef, \@keys);
+	run_action($rd, $again) if $again;
+}
+
+sub op_begin_rr
+{
+	my ($d) = @_;
+	return if $d->{tx};
+	return {
+		sql => 'BEGIN ISOLATION LEVEL REPEATABLE READ',
+		done => sub { $_[0]{tx} = new_txn(); $_[0]{tx}{rr} = 1; }
+	};
+}
+
+# Slot's partition at version c, in t's view.
+sub lookup_part
+{
+	my ($c, $t, $slot) = @_;
+	return $t->{parts}{$slot} if $t && exists $t->{parts}{$slot};
+	return $c->{parts}{$slot} // { exists => 0, attached => 0 };
+}
+
+# The slots whose rows of key k a snapshot of version ci sees, with the
+# changes of transaction t, among the partitions attached at version cj
+# in t's view (or in the leaf of slot leaf).
+sub lookup_rows
+{
+	my ($ci, $cj, $t, $k, $leaf) = @_;
+	my @s;
+	if ($k < $bulk_base)
+	{
+		my %c = map { $_ => 1 } keys %{ $ci->{where}{$k} // {} };
+		$c{$_} = 1 for ($t ? keys %{ $t->{where}{$k} // {} } : ());
+		for my $slot (keys %c)
+		{
+			my $own = $t && $t->{rows}{$slot} && exists $t->{rows}{$slot}{$k};
+			push @s, $slot
+			  if $own ? $t->{rows}{$slot}{$k} : $ci->{rows}{$slot}{$k} && !($t && $t->{trunc}{$slot});
+		}
+	}
+	else
+	{
+		for my $r (@{ $ci->{bulks} }, $t ? @{ $t->{bulks} } : ())
+		{
+			next if $k < $r->{lo} || $k > $r->{hi};
+			my $slot = $r->{slots}[ $k % @{ $r->{slots} } ];
+			my $mine = $t && grep { $_ == $r } @{ $t->{bulks} };
+			push @s, $slot
+			  if !$r->{gone}{$slot}
+			  && ($mine || !$t || !($t->{trunc}{$slot} || ($t->{bulkdel}{$slot} // {})->{ $r->{lo} }));
+		}
+	}
+	return grep { $_ == $leaf } @s if defined $leaf;
+	return grep { lookup_part($cj, $t, $_)->{attached} } @s;
+}
+
+# The end of a lookup action: each statement's answer judged.
+sub lookup_done
+{
+	my ($d, $st, $act) = @_;
+	my $l = $act->{lookup};
+	$l->{to} = ver_keep();
+	my @stmts = @{ $l->{stmts} };
+	my @res;
+	my $rest = $act->{out} eq '' ? '' : "$act->{out}\n";
+	for my $n (0 .. $#stmts - 1)
+	{
+		$rest =~ s/^(.*?)\@\@LK (\S+) \@\@\n//s
+		  or fail_now("$d->{s}{name}: the answers of $act->{label} cannot be read:\n$act->{out}");
+		push @res, [ $2, $1 ];
+	}
+	push @res, [ $st, $rest ];
+	my $failed = 0;
+	for my $n (0 .. $#stmts)
+	{
+		lookup_judge($d, $act, $stmts[$n], @{ $res[$n] });
+		$failed ||= $res[$n][0] ne '00000';
+	}
+	delete $M{watch}{ $l->{id} };
+	my $t = $l->{t};
+	$M{lk}{actions}++;
+	$M{lk}{raced}++ if $act->{raced};
+	$M{lk}{ddl}++ if $l->{ddl};
+	$M{lk}{waited}++ if $act->{waited};
+	$M{lk}{versions}++ if $l->{to} > $l->{from};
+	$M{lk}{ $t->{rr} ? 'rr' : 'rc' }++ if $t;
+	stmt_failed($d) if $failed && $t;
+}
+
+# Judge one lookup statement s of action a: SQLSTATE st, rows text.
+sub lookup_judge
+{
+	my ($d, $act, $s, $st, $text) = @_;
+	my $l = $act->{lookup};
+	my $t = $l->{t};
+	my $what = "$d->{s}{name}: $s->{sql}" . ($act->{raced} ? ' (raced)' : '');
+	fail_now("$what: $st: $d->{s}{lasterr}") if $st =~ /^XX/ || $st eq 'dead';
+	my %asked = map { $_ => 1 } @{ $s->{keys} };
+	my (%got, @bad);
+	for my $line (split /\n/, $text)
+	{
+		next if $line eq '';
+		my ($k, $p) = split /\|/, $line;
+		push @bad, "a row of key $k, which it did not ask for ($line)" unless $asked{$k};
+		push @bad, "row $line twice" if $got{$k}{ int($p / 10) }++;
+	}
+	fail_now("$what: " . join('; ', @bad)) if @bad;
+	my @keys = sort { $a <=> $b } keys %asked;
+	my $to = $l->{to};
+	# the snapshot's version: a REPEATABLE READ transaction's is one that
+	# its lookups so far allow
+	my @I = $t && $t->{rr_vers} ? @{ $t->{rr_vers} } : ($l->{from} .. $to);
+	my (%ok_i, $exact, $may40001, $may42P01, @seen);
+	for my $i (@I)
+	{
+		my $ci = $M{vers}{$i} or fail_now("model: version $i is gone ($what)");
+		# partitions truncated after the snapshot: all of them, and those
+		# whose TRUNCATE committed while the lookup ran (it may have waited
+		# for their locks, and then read them empty)
+		my (%rw, %rw_wait);
+		for my $n ($i + 1 .. $to)
+		{
+			for my $slot (keys %{ $M{vers}{$n}{rewrote} })
+			{
+				$rw{$slot} = 1;
+				$rw_wait{$slot} = 1 if $n > $l->{from} || defined $s->{leaf};
+			}
+		}
+		for my $j (max($i, $l->{from}) .. $to)
+		{
+			my $cj = $M{vers}{$j};
+			$may42P01 = 1 if defined $s->{leaf} && !lookup_part($cj, $t, $s->{leaf})->{exists};
+			my ($ok, $miss) = (1, 0);
+			my @want;
+			for my $k (@keys)
+			{
+				my @e = sort { $a <=> $b } lookup_rows($ci, $cj, $t, $k, $s->{leaf});
+				my %e = map { $_ => 1 } @e;
+				my $g = $got{$k} // {};
+				$ok = 0 if grep { !$e{$_} } keys %$g;
+				$ok = 0 if grep { !$g->{$_} && !$rw_wait{$_} } @e;
+				$miss = 1 if grep { !$g->{$_} } @e;
+				# found nowhere, where a partition it reads was truncated
+				# after the snapshot: a serialization failure
+				$may40001 = 1
+				  if !defined $s->{leaf} && !grep({ !$rw{$_} } @e)
+				  && grep { lookup_part($cj, $t, $_)->{attached} } keys %rw;
+				push @want, "$k:" . (@e ? join(',', map { $rw_wait{$_} ? "$_?" : $_ } @e) : '-');
+			}
+			$ok_i{$i} = 1 if $ok;
+			$exact = 1 if $ok && !$miss;
+			push @seen, "i=$i j=$j: " . join(' ', @want)
+			  . (%rw ? ' (truncated since i: ' . join(',', sort { $a <=> $b } keys %rw) . ')' : '');
+		}
+	}
+	my $found = join(' ', map { "$_:" . (%{ $got{$_} // {} } ? join(',', sort { $a <=> $b } keys %{ $got{$_} }) : '-') } @keys);
+	my %legal = (
+		'00000' => scalar(%ok_i),
+		'40001' => $may40001,
+		'40P01' => $act->{waited} || $act->{raced},
+		'42P01' => $may42P01);
+	splice(@seen, 6, @seen - 12, '...') if @seen > 12;
+	fail_now("$what: " . ($st eq '00000' ? "found $found" : "$st")
+		  . " (key:slots), where the model, with versions $l->{from} to $to, allows"
+		  . ' (i: the snapshot\'s version, j: the partitions\', ? marks a row that may be missing):'
+		  . "\n  " . join("\n  ", @seen)
+		  . ($st ne '00000' ? "\n$d->{s}{lasterr}" : ''))
+	  unless $legal{$st};
+	$t->{rr_vers} = [ sort { $a <=> $b } keys %ok_i ] if $t && $t->{rr} && $st eq '00000';
+	trace("$d->{s}{name}: found $found") if $st eq '00000';
+	$M{lk}{stmts}++;
+	$M{lk}{keys} += @keys;
+	$M{lk}{rows} += scalar(map { keys %$_ } values %got);
+	$M{lk}{missing}++ if $st eq '00000' && !$exact;
+	$M{lk}{leaf}++ if defined $s->{leaf};
+	$M{lk}{prep}++ if $s->{sql} =~ /^EXECUTE/;
+	$M{lk}{err}{$st}++ if $st ne '00000';
+	note("step $stepno: $what: $st, allowed: " . short_err($d->{s}{lasterr})) if $st eq '40001';
+}
+
+# Prepared lookups (generic plans) in every driver session that has none.
+sub sess_prepare
+{
+	return unless $lookups;
+	for my $d (grep { !$_->{prep} } @sess)
+	{
+		sess_send($d->{s}, 'SET plan_cache_mode = force_generic_plan; '
+			  . 'PREPARE lk1(int) AS SELECT k, p FROM t WHERE k = $1; '
+			  . 'PREPARE lkn(int[]) AS SELECT k, p FROM t WHERE k = ANY ($1)');
+		my ($st) = sess_wait($d->{s});
+		fail_now("$d->{s}{name}: preparing lookups: $st $d->{s}{lasterr}") unless $st eq '00000';
+		$d->{prep} = 1;
+	}
+}
+
 my @ops = (
 	[ 12, 'insert', sub { op_insert($_[0], 1) } ],
 	[ 4, 'insert many', sub { op_insert($_[0], 2 + int(rand(4))) } ],
@@ -1573,6 +2218,13 @@ push @ops,
   [ 6, 'upsert', sub { op_upsert($_[0], 1) } ],
   [ 4, 'upsert many', sub { op_upsert($_[0], 2 + int(rand(5))) } ]
   if $pg18;
+# Lookups (with GUNIQUE_STATEFUL_LOOKUPS=0 the steps are those of before)
+push @ops,
+  [ 10, 'lookup', sub { op_lookup($_[0]) } ],
+  [ 3, 'lookup race', \&op_lookup_race ],
+  [ 2, 'begin repeatable read', \&op_begin_rr ],
+  [ 2, 'lookup scene', \&op_lookup_scene ]
+  if $lookups;
 
 # In a transaction that is aborted, only ROLLBACK [TO] is possible.
 sub step
@@ -1586,6 +2238,13 @@ sub step
 		run_action($d, $a);
 		return;
 	}
+	# A REPEATABLE READ transaction only looks up, and ends.
+	if ($d->{tx} && $d->{tx}{rr})
+	{
+		my $a = (rand() < 0.7 && op_lookup($d)) || op_end($d, rand() < 0.6 ? 'COMMIT' : 'ROLLBACK');
+		run_action($d, $a);
+		return;
+	}
 	# A transaction that took a partition out (or emptied one) tends to
 	# outgrow the filters, and then to roll back (a stale group filter
 	# outliving the rollback was found so).
@@ -1595,7 +2254,9 @@ sub step
 	my %boost = (
 		'detach' => $t && !$ddl ? 4 : 0,
 		'drop' => $t && !$ddl ? 2 : 0,
-		'truncate' => $t && !$ddl ? 2 : 0,
+		# (and, for lookups, more transactions that truncate: a lookup
+		# beside them may wait for their locks, or race with their end)
+		'truncate' => $t && !$ddl ? ($lookups ? 6 : 2) : 0,
 		'bulk large' => $ddl && !$big ? 40 : 0,
 		# beside the pgbench load, rebuild leaves while it inserts
 		'reindex leaf concurrently' => $M{load} ? 15 : 0,
@@ -1605,7 +2266,16 @@ sub step
 		# upserts of keys other transactions hold, or other upserts wait
 		# for: more of them (op_upsert prefers those keys)
 		'upsert' => $pg18 && grep({ %{ $_->{where} } } others($t)) ? 30 : 0,
-		'upsert many' => $pg18 && grep({ %{ $_->{where} } } others($t)) ? 10 : 0);
+		'upsert many' => $pg18 && grep({ %{ $_->{where} } } others($t)) ? 10 : 0,
+		# lookups of keys other transactions decide, and races with the
+		# end of a transaction that truncated or took a partition out
+		# (and in the session's own transaction, which is seldom long)
+		'lookup' => !$lookups ? 0
+		  : ($t ? 8 : 0) + (grep({ %{ $_->{where} } } others($t)) ? 4 : 0)
+		  + (grep({ %{ $_->{trunc} } || $_->{ddl} } others($t)) ? 10 : 0),
+		'lookup race' => !$lookups || $t ? 0
+		  : (%prepared || grep({ $_ != $d && $_->{tx} && !$_->{pending} } @sess) ? 4 : 0)
+		  + (grep({ $_ != $d && $_->{tx} && !$_->{pending} && ($_->{tx}{ddl} || %{ $_->{tx}{trunc} }) } @sess) ? 8 : 0));
 	my $total = 0;
 	$total += $_->[0] + ($boost{ $_->[1] } // 0) for @ops;
 	for my $try (1 .. 20)
@@ -1630,6 +2300,21 @@ sub step
 			return;
 		}
 		my $a = $op->[2]->($d) or next;
+		next if lookup_interferes($d, $a);
+		if ($a->{scene})
+		{
+			lookup_scene($d);
+			return;
+		}
+		if ($a->{race})
+		{
+			# the lookups, and at once the other session's end
+			my ($e, $end) = @{ $a->{race} };
+			run_action($d, $a, 1);
+			run_action($e, $end);
+			settle($d, 1) if $d->{pending};
+			return;
+		}
 		run_action($d, $a);
 		return;
 	}
@@ -1661,6 +2346,7 @@ sub crash
 	}
 	$M{crashes}++;
 	connect_all();
+	sess_prepare();
 }
 
 sub connect_all
@@ -1757,6 +2443,7 @@ sub quiesce
 			ctl_query(($commit ? 'COMMIT' : 'ROLLBACK') . " PREPARED '$gid'");
 			my $t = delete $prepared{$gid};
 			commit_txn($t) if $commit;
+			ghosts(keys %{ $t->{where} }) unless $commit;
 			next;
 		}
 		last unless grep { $_->{pending} } @sess;
@@ -1848,8 +2535,68 @@ sub check
 			fail_now("live keys not skipped by an upsert elsewhere ($what): $res") if $res ne '';
 		}
 	}
+	check_lookups($what) if $lookups;
 	check_log($what);
 	$M{checks}++;
+}
+
+# One lookup of every hot key (and a few new ones) and of the first and
+# last key of every partition's share of each bulk, from the control
+# session: exactly the model's rows.  Once a round, EXPLAIN shows that a
+# lookup by one key, by an array and by a prepared statement's generic
+# plan is gunique's scan, and EXPLAIN ANALYZE that it finds a live key.
+sub check_lookups
+{
+	my ($what) = @_;
+	my $c = ver_copy();
+	my %keys = map { $_ => 1 } (1 .. $M{hot} + 5);
+	for my $r (@{ $M{bulks} })
+	{
+		my $n = @{ $r->{slots} };
+		for my $i (0 .. $n - 1)
+		{
+			my $first = $r->{lo} + (($i - $r->{lo} % $n) % $n);
+			next if $first > $r->{hi};
+			$keys{$first} = 1;
+			$keys{ $first + $n * int(($r->{hi} - $first) / $n) } = 1;
+		}
+	}
+	my @keys = sort { $a <=> $b } keys %keys;
+	my %got;
+	push @{ $got{ $_->[0] } }, int($_->[1] / 10)
+	  for map { [ split /\|/ ] } split /\n/,
+	  ctl_query("SELECT k, p FROM t WHERE k = ANY ('{" . join(',', @keys) . "}')");
+	my @bad = map { "key $_ not asked for" } grep { !$keys{$_} } sort { $a <=> $b } keys %got;
+	for my $k (@keys)
+	{
+		my $g = join(',', sort { $a <=> $b } @{ $got{$k} // [] });
+		my $w = join(',', sort { $a <=> $b } lookup_rows($c, $c, undef, $k));
+		push @bad, "$k in [$g], the model's in [$w]" if $g ne $w;
+	}
+	fail_now("a lookup of every key ($what; key in [slots]): " . join('; ', @bad[ 0 .. min(9, $#bad) ]))
+	  if @bad;
+	$M{lk}{checked} += @keys;
+	return if $M{explained}++;
+	my @plans = (
+		ctl_query('EXPLAIN (COSTS OFF) SELECT k, p FROM t WHERE k = 1'),
+		ctl_query("EXPLAIN (COSTS OFF) SELECT k, p FROM t WHERE k = ANY ('{1,2,3}')"));
+	ctl_query('PREPARE lkx(int) AS SELECT k, p FROM t WHERE k = $1');
+	ctl_query('SET plan_cache_mode = force_generic_plan');
+	push @plans, ctl_query('EXPLAIN (COSTS OFF) EXECUTE lkx(1)');
+	ctl_query('RESET plan_cache_mode');
+	ctl_query('DEALLOCATE lkx');
+	for my $plan (@plans)
+	{
+		fail_now("a lookup by the key is not gunique's scan ($what):\n$plan")
+		  unless $plan =~ /^Custom Scan \(GuniqueLookup\) on t$/m && $plan !~ /Append|Seq Scan|Bitmap/;
+	}
+	my ($k) = grep { live_slots(undef, $_) } sort { $a <=> $b } keys %{ $M{where} };
+	return unless defined $k;
+	my $plan = ctl_query("EXPLAIN (ANALYZE, COSTS OFF, TIMING OFF, SUMMARY OFF) SELECT k, p FROM t WHERE k = $k");
+	fail_now("EXPLAIN ANALYZE of a lookup of live key $k ($what):\n$plan")
+	  unless $plan =~ /^Custom Scan \(GuniqueLookup\) on t \(actual rows=1(?:\.00)? loops=1\)$/m
+	  && $plan =~ /Partitions Searched: (\d+)/ && $1 >= 1;
+	$M{lk}{explain} = $plan =~ /Partitions Searched: (\d+)\n.*Partitions Ruled Out: (\d+)/s ? "$1 searched, $2 ruled out" : '?';
 }
 
 sub check_log
@@ -1910,6 +2657,7 @@ sub new_round
 	$sql .= 'INSERT INTO t VALUES ' . join(', ', @rows) . ";\n";
 	$node->safe_psql('postgres', $sql);
 	commit_txn($t);
+	sess_prepare();
 }
 
 sub end_round
@@ -1949,10 +2697,16 @@ for my $round (1 .. $rounds)
 		$M{ups_skip} // 0, $M{ups_learned} // 0,
 		join('', map { ", $M{ups_learn_why}{$_} $_" } sort keys %{ $M{ups_learn_why} // {} }),
 		join(' ', map { "$_ $M{ups_err}{$_}" } sort keys %{ $M{ups_err} // {} }) || 'none');
+	my $lk = $M{lk} // {};
+	my $lks = !$lookups ? '' : sprintf(
+		', %d lookups (%d statements, %d from a leaf, %d prepared; %d in READ COMMITTED and %d in REPEATABLE READ transactions, %d beside DDL (%d scenes), %d raced, %d waited, %d judged over several versions; %d keys, %d rows found, %d with a truncated row missing; errors: %s; keys checked: %d; EXPLAIN ANALYZE: %s)',
+		map({ $lk->{$_} // 0 } qw(actions stmts leaf prep rc rr ddl scenes raced waited versions keys rows missing)),
+		join(' ', map { "$_ $lk->{err}{$_}" } sort keys %{ $lk->{err} // {} }) || 'none',
+		$lk->{checked} // 0, $lk->{explain} // 'not run');
 	ok(!$failed,
-		sprintf('round %d, %d partitions: %d steps, %d checks, %d crashes, %d loads, %d large bulks (%d after DDL)%s (%.0f s)',
+		sprintf('round %d, %d partitions: %d steps, %d checks, %d crashes, %d loads, %d large bulks (%d after DDL)%s%s (%.0f s)',
 			$round, $nparts, $stepno, $M{checks} // 0, $M{crashes} // 0, $M{loads} // 0,
-			$M{large} // 0, $M{large_ddl} // 0, $ups, time - $start));
+			$M{large} // 0, $M{large_ddl} // 0, $ups, $lks, time - $start));
 	last if $failed;
 }
 

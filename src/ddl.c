@@ -436,11 +436,8 @@ attach_table(UtilityCall *call, AlterTableStmt *stmt, PartitionCmd *cmd)
 	 * for: taken after, the check would wait for that insert, and the
 	 * insert for it (src/README, "Lock protocol").
 	 */
-	foreach(lc, tops)
-	{
-		if (gunique_index_is_valid(lfirst_oid(lc)))
-			gunique_check_tree_lock(lfirst_oid(lc));
-	}
+	foreach(lc, valid_tops)
+		gunique_check_tree_lock(lfirst_oid(lc));
 
 	/* ATExecAttachPartition locks the table being attached this way. */
 	child = RangeVarGetRelid(cmd->name, AccessExclusiveLock, true);

@@ -292,29 +292,33 @@ gunique_rebuilds_mark(void)
 }
 
 /*
- * Does the snapshot see the transaction as finished?  Every snapshot does
- * once it precedes PostgreSQL's horizon; until then it is within 2^31 of
- * the snapshot's xmin, and its 32 bits tell.
+ * Does every snapshot anywhere see the transaction (none: 0) as finished?
+ * Once it precedes PostgreSQL's horizon; until then it is within 2^31 of
+ * any snapshot's xmin, and its 32 bits tell the rest.
  */
+static bool
+rebuilds_finished_everywhere(uint64 fxid)
+{
+	return fxid == 0 ||
+		GlobalVisCheckRemovableFullXid(NULL, FullTransactionIdFromU64(fxid));
+}
+
+/* Does the snapshot see the transaction as finished? */
 static bool
 rebuilds_seen(uint64 fxid, Snapshot snapshot)
 {
-	if (fxid == 0 ||
-		GlobalVisCheckRemovableFullXid(NULL, FullTransactionIdFromU64(fxid)))
-		return true;
-	return !XidInMVCCSnapshot(XidFromFullTransactionId(FullTransactionIdFromU64(fxid)),
-							  snapshot);
+	return rebuilds_finished_everywhere(fxid) ||
+		!XidInMVCCSnapshot(XidFromFullTransactionId(FullTransactionIdFromU64(fxid)),
+						   snapshot);
 }
 
 /* As rebuilds_seen, for the newest transaction noted: before the xmin? */
 static bool
 rebuilds_before_xmin(uint64 fxid, Snapshot snapshot)
 {
-	if (fxid == 0 ||
-		GlobalVisCheckRemovableFullXid(NULL, FullTransactionIdFromU64(fxid)))
-		return true;
-	return TransactionIdPrecedes(XidFromFullTransactionId(FullTransactionIdFromU64(fxid)),
-								 snapshot->xmin);
+	return rebuilds_finished_everywhere(fxid) ||
+		TransactionIdPrecedes(XidFromFullTransactionId(FullTransactionIdFromU64(fxid)),
+							  snapshot->xmin);
 }
 
 /*

@@ -88,8 +88,10 @@ SELECT k, count(*) FROM ev GROUP BY k ORDER BY k;
 -- What the probes did: with keys that follow the partitioning, every other
 -- partition is ruled out by its key range, and so is the inserter's own
 -- partition while each key extends its range: the 300 ascending keys search
--- no btree at all.  A duplicate is found by searching the one partition
--- whose range holds it, the inserter's own included.
+-- no btree at all.  A duplicate in another partition is found by searching
+-- the one partition whose range holds it; one in the inserter's own
+-- partition by nbtree's check, after which gunique opens that partition's
+-- btree, looks at the others again (a second probe) and finds it.
 SELECT gunique_probe_stats_reset();
 CREATE TABLE st (a int, b int) PARTITION BY RANGE (a);
 CREATE TABLE st1 PARTITION OF st FOR VALUES FROM (0) TO (100);

@@ -457,14 +457,23 @@ gunique_filter_set(uint64 ref, uint64 hash, int tag, bool count)
 	FilterHeader *f = filter_at(ref);
 	pg_atomic_uint64 *block = filter_block(ref, hash);
 	uint64		masks[FILTER_BLOCK_WORDS];
+	bool		added = false;
 
 	filter_masks(hash, masks);
 	for (int i = 0; i < FILTER_BLOCK_WORDS; i++)
 		if ((pg_atomic_read_u64(&block[i]) & masks[i]) == 0)
+		{
 			pg_atomic_fetch_or_u64(&block[i], masks[i]);
+			added = true;
+		}
 	if (ref & FILTER_REF_TAGGED)
 		filter_set_tag(ref, hash, tag, false);
-	if (!count || !FILTER_SAMPLED(hash))
+
+	/*
+	 * A key whose bits were all set already (one that comes back, mostly) is
+	 * not counted again: the count says when the filter is full.
+	 */
+	if (!count || !added || !FILTER_SAMPLED(hash))
 		return false;
 	return pg_atomic_add_fetch_u64(&f->h.nkeys, 16) >
 		pg_atomic_read_u64(&f->h.capacity);

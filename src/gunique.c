@@ -33,6 +33,7 @@
 #include "scope.h"
 #include "stats.h"
 #include "summary.h"
+#include "waiters.h"
 
 GUNIQUE_MODULE_MAGIC;
 
@@ -49,6 +50,7 @@ gunique_shmem_request(void)
 	if (prev_shmem_request_hook)
 		prev_shmem_request_hook();
 	gunique_keylock_shmem_request();
+	gunique_waiters_shmem_request();
 	gunique_summary_shmem_request();
 	gunique_rebuilds_shmem_request();
 	gunique_persist_shmem_request();	/* before the filters' size */
@@ -70,6 +72,7 @@ gunique_shmem_startup(void)
 	if (prev_shmem_startup_hook)
 		prev_shmem_startup_hook();
 	gunique_keylock_shmem_startup();
+	gunique_waiters_shmem_startup();
 	gunique_summary_shmem_startup();
 	gunique_rebuilds_shmem_startup();
 	gunique_filter_shmem_startup();

@@ -219,10 +219,11 @@ gunique_insert(Relation index, Datum *values, bool *isnull,
 
 	gunique_probe_before_insert(&probe, index, values, isnull, heap_tid,
 								heap, checkUnique, indexUnchanged, indexInfo);
+	/* nbtree checks own leaf without waiting if the probe asks (probe.c) */
 	result = gunique_btinsert(index, values, isnull, heap_tid, heap,
+							  probe.own_partial ? UNIQUE_CHECK_PARTIAL :
 							  checkUnique, indexUnchanged, indexInfo);
-	gunique_probe_after_insert(&probe);
-	return result;
+	return gunique_probe_after_insert(&probe, result);
 }
 
 /* The executor is done inserting through this IndexInfo (17 on). */

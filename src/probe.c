@@ -14,16 +14,17 @@
  *
  *	 open the group's leaves (once per statement, probegroup.c);
  *	 lock key;
- *	 look in every leaf of the group, own leaf included, whose summary
- *	   (key range and key filter, summary.c) does not rule the key out:
- *	   with serial keys that is none, not even own leaf, whose range the
- *	   key extends, and with random keys rarely any;
+ *	 look in every other leaf of the group whose summary (key range and
+ *	   key filter, summary.c) does not rule the key out: with serial keys
+ *	   that is none, and with random keys rarely any;
  *	 a live committed match, or one inserted by this transaction: unlock,
  *	   violation;
  *	 a match inserted or deleted by a transaction in progress: unlock, wait
  *	   for it, start again;
- *	 nothing: let own leaf's summary cover the key, insert into own leaf
- *	   (nbtree re-checks it); unlock;
+ *	 nothing: let own leaf's summary cover the key, insert into own leaf,
+ *	   which nbtree checks in its partial mode (it never waits); if it may
+ *	   hold the key, look at own leaf too, and wait there with the entry
+ *	   in place (waiters.c); unlock;
  *	 then ask for the filters that the probe missed or that own leaf or
  *	   the group outgrew, which a background worker builds (builder.c).
  *
@@ -67,6 +68,7 @@
 #include "probescan.h"
 #include "stats.h"
 #include "summary.h"
+#include "waiters.h"
 
 /* What looking in the leaves found. */
 typedef struct ProbeFinding
@@ -172,13 +174,17 @@ typedef struct ProbeVisit
 {
 	ProbeScan  *ps;
 	ProbeFinding *finding;
+	Oid			topindex;
 } ProbeVisit;
 
 /*
  * Check one heap TID an entry with the key points to, as _bt_check_unique
  * does.  Returns true if it is a live row or this transaction's (a
  * violation); otherwise records in the finding the first transaction in
- * progress that inserted or deleted it.
+ * progress that inserted or deleted it, passing over the entries of
+ * inserters that wait with theirs in place (waiters.c): such an inserter
+ * looks at every leaf again before its insert stands, as if it had
+ * inserted nothing yet (src/README, invariant 4).
  */
 static bool
 probe_tid(void *arg, ItemPointer htid, bool *dead)
@@ -201,7 +207,9 @@ probe_tid(void *arg, ItemPointer htid, bool *dead)
 		ps->dirty.xmin : ps->dirty.xmax;
 	if (!TransactionIdIsValid(xwait))
 		return true;
-	if (!TransactionIdIsValid(finding->xwait))
+	if (!TransactionIdIsValid(finding->xwait) &&
+		!gunique_waiter_is(visit->topindex, RelationGetRelid(ps->heap), htid,
+						   xwait))
 	{
 		finding->xwait = xwait;
 		finding->speculative_token = ps->dirty.speculativeToken;
@@ -219,10 +227,10 @@ probe_tid(void *arg, ItemPointer htid, bool *dead)
  * progress that holds the key.
  */
 static Oid
-probe_leaf(ProbeScan *ps, int nkeys, Datum *values, bool *isnull,
-		   ProbeFinding *finding)
+probe_leaf(ProbeScan *ps, Oid topindex, int nkeys, Datum *values,
+		   bool *isnull, ProbeFinding *finding)
 {
-	ProbeVisit	visit = {ps, finding};
+	ProbeVisit	visit = {ps, finding, topindex};
 	BlockNumber first;
 	bool		conflict;
 
@@ -318,7 +326,8 @@ probe_target(ProbeGroup *pg, int i, ProbeFinding *finding, Datum *values,
 		return InvalidOid;
 	}
 	counts[GUNIQUE_STAT_LEAVES_PROBED]++;
-	return probe_leaf(pg->targets[i], pg->nkeys, values, isnull, finding);
+	return probe_leaf(pg->targets[i], pg->topindex, pg->nkeys, values,
+					  isnull, finding);
 }
 
 /*
@@ -351,6 +360,8 @@ probe_group_tags(ProbeGroup *pg, LeafSummaryCopies *copies, uint64 tags,
 			 i = copies->tags.next[i])
 		{
 			walked++;
+			if (i == pg->self)
+				continue;		/* own leaf is nbtree's to check */
 			if (probe_copy_needed(pg, pg->targets[i], &copies->leaves[i], key,
 								  fkey, counts))
 				conflict = probe_target(pg, i, finding, values, isnull,
@@ -403,6 +414,8 @@ probe_group_copies(ProbeGroup *pg, GuniqueKeyImage *key,
 		if (j >= PROBE_AHEAD)
 			probe_copy_prefetch(&leaves[copies->order[j - PROBE_AHEAD]], key,
 								fkey);
+		if (i == pg->self)
+			continue;
 		if (probe_copy_needed(pg, pg->targets[i], &leaves[i], key, fkey,
 							  counts))
 			conflict = probe_target(pg, i, finding, values, isnull, counts,
@@ -447,6 +460,8 @@ probe_group(ProbeGroup *pg, GuniqueKeyImage *key, ProbeFinding *finding,
 		for (int i = 0; i < pg->ntargets && !OidIsValid(conflict) &&
 			 *unready == NULL; i++)
 		{
+			if (i == pg->self)
+				continue;
 			if (key->hashed && pg->summaries[i] != NULL)
 			{
 				gunique_summary_copy(pg->summaries[i], &copy);
@@ -548,6 +563,8 @@ probe_light(ProbeGroup *pg, GuniqueKeyImage *key, ProbeFinding *finding,
 			ProbeScan  *ps = pg->ll->scans[i];
 
 			walked++;
+			if (pg->ll->leaves[i].indexoid == pg->own_index)
+				continue;		/* own leaf is nbtree's to check */
 			if (probe_copy_needed(pg, ps, &pg->ll->copies[i], key, &fkey,
 								  counts))
 			{
@@ -561,8 +578,8 @@ probe_light(ProbeGroup *pg, GuniqueKeyImage *key, ProbeFinding *finding,
 					return LIGHT_UNREADY;
 				}
 				counts[GUNIQUE_STAT_LEAVES_PROBED]++;
-				*conflict = probe_leaf(ps, pg->nkeys, values, isnull,
-									   finding);
+				*conflict = probe_leaf(ps, pg->topindex, pg->nkeys, values,
+									   isnull, finding);
 			}
 		}
 	}
@@ -671,6 +688,127 @@ before_unprobed(GuniqueProbe *probe, GuniqueSummary *summary, Datum *values,
 }
 
 /*
+ * How probe_others ended: nothing holds the key in the other leaves (the
+ * key lock is held); the insert is an UPDATE that keeps its key (invariant
+ * 8); or the leaf has no other leaf to look in.
+ */
+typedef enum ProbeOutcome
+{
+	PROBE_CLEAR,
+	PROBE_KEPT,
+	PROBE_ALONE
+} ProbeOutcome;
+
+/*
+ * Look for the probe's key in the other leaves of its group, waiting for
+ * holders in progress with the key lock released, until none holds it.
+ * The statement's scans of the group's leaves are opened (and the tree
+ * locked) before the key lock is taken.  A violation is reported.  Sets
+ * probe->pg, probe->keylock and *key unless it returns PROBE_ALONE.
+ */
+static ProbeOutcome
+probe_others(GuniqueProbe *probe, bool indexUnchanged, GuniqueKeyImage *key,
+			 uint64 *counts)
+{
+	uint64		saved[GUNIQUE_NSTATS];
+
+	for (;;)
+	{
+		ProbeGroup *pg;
+		ProbeFinding finding;
+		Oid			conflict;
+		ProbeScan  *unready;
+		ProbeScan  *own;
+
+		pg = gunique_probegroup_for(probe->indexInfo, probe->index,
+									probe->skip_self);
+		if (!pg->needed || key_has_distinct_null(pg, probe->isnull))
+		{
+			probe->pg = pg;
+			return PROBE_ALONE;
+		}
+		gunique_keymap_image(key, pg->keymap, probe->values, probe->isnull);
+		own = probe_own_scan(pg, probe->index, probe->heap, indexUnchanged);
+		probe->pg = pg;
+		probe->keylock = gunique_keylock_for(pg->topindex,
+											 probe_lock_hash(pg, key,
+															 probe->values,
+															 probe->isnull));
+
+		LWLockAcquire(probe->keylock, LW_EXCLUSIVE);
+		if (probe_keeps_key(pg, own, probe->values, probe->isnull,
+							probe->heap_tid))
+		{
+			/*
+			 * The old version's entry has the key covered already, and
+			 * nbtree's insert needs no key lock (src/README, invariant 8).
+			 */
+			LWLockRelease(probe->keylock);
+			return PROBE_KEPT;
+		}
+		memcpy(saved, counts, sizeof(saved));
+		unready = NULL;
+		if (pg->light)
+		{
+			uint64		tags = 0;
+			ProbeScanContext cxt;
+			LightOutcome outcome;
+
+			gunique_probescan_enter(pg->stmt, &cxt);
+			outcome = probe_light(pg, key, &finding, probe->values,
+								  probe->isnull, counts, &conflict, &tags,
+								  &unready);
+			gunique_probescan_leave(&cxt);
+			if (outcome == LIGHT_CLEAR)
+				return PROBE_CLEAR;
+			if (outcome != LIGHT_SEARCHED)
+			{
+				LWLockRelease(probe->keylock);
+				memcpy(counts, saved, sizeof(saved));
+				if (outcome == LIGHT_OPEN)
+					gunique_probegroup_light_open(pg, tags);
+				else if (outcome == LIGHT_UNREADY)
+					gunique_probescan_prepare(pg->stmt, unready);
+				else
+					(void) gunique_probegroup_whole(probe->indexInfo,
+													probe->index,
+													probe->skip_self);
+				continue;
+			}
+		}
+		else
+			conflict = probe_group(pg, key, &finding, probe->values,
+								   probe->isnull, counts, &unready);
+		if (unready != NULL)
+		{
+			/* make the scan ready without the key lock, then look again */
+			LWLockRelease(probe->keylock);
+			memcpy(counts, saved, sizeof(saved));
+			gunique_probescan_prepare(pg->stmt, unready);
+			continue;
+		}
+		if (!OidIsValid(conflict) && !TransactionIdIsValid(finding.xwait))
+			return PROBE_CLEAR;
+		LWLockRelease(probe->keylock);
+
+		if (OidIsValid(conflict))
+		{
+			Relation	holder = table_open(conflict, NoLock);
+
+			counts[GUNIQUE_STAT_CONFLICTS]++;
+			gunique_stats_add(probe->index, counts);
+			report_conflict(probe->index, probe->heap, holder, &finding,
+							probe->values, probe->isnull, probe->checkUnique,
+							pg->topindex);
+		}
+		counts[GUNIQUE_STAT_WAITS]++;
+		/* never wait holding an upsert lock (onconflict.c) */
+		gunique_onconflict_release_locks(pg->topindex);
+		probe_wait(&finding);
+	}
+}
+
+/*
  * Before nbtree inserts a key into a leaf: look for it in the other leaves
  * that could hold it, under the key lock, and report a violation or wait
  * as nbtree would.  Returns holding the key lock if it probed, with own
@@ -684,15 +822,18 @@ gunique_probe_before_insert(GuniqueProbe *probe, Relation index,
 							bool indexUnchanged, IndexInfo *indexInfo)
 {
 	bool		skip_self = checkUnique == UNIQUE_CHECK_PARTIAL;
-	ProbeGroup *pg;
 	uint64		counts[GUNIQUE_NSTATS] = {0};
-	uint64		saved[GUNIQUE_NSTATS];
 	GuniqueKeyImage key;
 
 	memset(probe, 0, sizeof(GuniqueProbe));
 	probe->index = index;
 	probe->indexInfo = indexInfo;
 	probe->skip_self = skip_self;
+	probe->heap = heap;
+	probe->heap_tid = heap_tid;
+	probe->values = values;
+	probe->isnull = isnull;
+	probe->checkUnique = checkUnique;
 	counts[GUNIQUE_STAT_INSERTS] = 1;
 
 	/*
@@ -710,122 +851,183 @@ gunique_probe_before_insert(GuniqueProbe *probe, Relation index,
 		elog(ERROR, "gunique index \"%s\" cannot be rechecked as deferred",
 			 RelationGetRelationName(index));
 
-	/*
-	 * The statement's scans of the group's leaves, opened (and the tree
-	 * locked) before the key lock is taken.
-	 */
-	for (;;)
+	switch (probe_others(probe, indexUnchanged, &key, counts))
 	{
-		ProbeFinding finding;
-		Oid			conflict;
-		ProbeScan  *unready;
-		ProbeScan  *own;
-
-		pg = gunique_probegroup_for(indexInfo, index, skip_self);
-		if (!pg->needed || key_has_distinct_null(pg, isnull))
-		{
-			before_unprobed(probe, pg->own_summary, values, isnull, counts);
+		case PROBE_ALONE:
+			before_unprobed(probe, probe->pg->own_summary, values, isnull,
+							counts);
+			probe->pg = NULL;
 			return;
-		}
-		gunique_keymap_image(&key, pg->keymap, values, isnull);
-		own = probe_own_scan(pg, index, heap, indexUnchanged);
-		probe->keylock = gunique_keylock_for(pg->topindex,
-											 probe_lock_hash(pg, &key, values,
-															 isnull));
-
-		LWLockAcquire(probe->keylock, LW_EXCLUSIVE);
-		if (probe_keeps_key(pg, own, values, isnull, heap_tid))
-		{
-			/*
-			 * The old version's entry has the key covered already, and
-			 * nbtree's insert needs no key lock (src/README, invariant 8).
-			 */
-			LWLockRelease(probe->keylock);
+		case PROBE_KEPT:
+			probe->pg = NULL;
 			counts[GUNIQUE_STAT_UNPROBED] = 1;
-			counts[GUNIQUE_STAT_LEAVES_PROBED] = 1;	/* own leaf's, the proof */
+			counts[GUNIQUE_STAT_LEAVES_PROBED] = 1; /* own leaf's, the proof */
 			gunique_stats_add(index, counts);
 			return;
-		}
-		memcpy(saved, counts, sizeof(saved));
-		unready = NULL;
-		if (pg->light)
-		{
-			uint64		tags = 0;
-			ProbeScanContext cxt;
-			LightOutcome outcome;
-
-			gunique_probescan_enter(pg->stmt, &cxt);
-			outcome = probe_light(pg, &key, &finding, values, isnull, counts,
-								  &conflict, &tags, &unready);
-			gunique_probescan_leave(&cxt);
-			if (outcome == LIGHT_CLEAR)
-				break;
-			if (outcome != LIGHT_SEARCHED)
-			{
-				LWLockRelease(probe->keylock);
-				memcpy(counts, saved, sizeof(saved));
-				if (outcome == LIGHT_OPEN)
-					gunique_probegroup_light_open(pg, tags);
-				else if (outcome == LIGHT_UNREADY)
-					gunique_probescan_prepare(pg->stmt, unready);
-				else
-					(void) gunique_probegroup_whole(indexInfo, index,
-													skip_self);
-				continue;
-			}
-		}
-		else
-			conflict = probe_group(pg, &key, &finding, values, isnull,
-								   counts, &unready);
-		if (unready != NULL)
-		{
-			/* make the scan ready without the key lock, then look again */
-			LWLockRelease(probe->keylock);
-			memcpy(counts, saved, sizeof(saved));
-			gunique_probescan_prepare(pg->stmt, unready);
-			continue;
-		}
-		if (!OidIsValid(conflict) && !TransactionIdIsValid(finding.xwait))
+		case PROBE_CLEAR:
 			break;
-		LWLockRelease(probe->keylock);
-
-		if (OidIsValid(conflict))
-		{
-			Relation	holder = table_open(conflict, NoLock);
-
-			counts[GUNIQUE_STAT_CONFLICTS]++;
-			gunique_stats_add(index, counts);
-			report_conflict(index, heap, holder, &finding, values, isnull,
-							checkUnique, pg->topindex);
-		}
-		counts[GUNIQUE_STAT_WAITS]++;
-		/* never wait holding an upsert lock (onconflict.c) */
-		gunique_onconflict_release_locks(pg->topindex);
-		probe_wait(&finding);
 	}
 	gunique_stats_add(index, counts);
 
 	/*
 	 * Nobody else holds the key: let own summary and the group's filter
 	 * cover it (only now, so that a key refused or waited for does not
-	 * widen them), and leave the key lock held for nbtree's insert.  An
-	 * error releases the key lock with all other LWLocks.
+	 * widen them), and leave the key lock held for nbtree's insert, which
+	 * checks own leaf in its partial mode unless ON CONFLICT leaves it out.
+	 * An error releases the key lock with all other LWLocks.
 	 */
-	probe->pg = pg;
-	probe->cover = gunique_summary_cover(pg->own_summary, pg->group_summary,
-										 &key, index);
+	probe->own_partial = !skip_self;
+	probe->cover = gunique_summary_cover(probe->pg->own_summary,
+										 probe->pg->group_summary, &key,
+										 index);
 }
 
-/* nbtree has inserted the key: let others see it, then build filters. */
-void
-gunique_probe_after_insert(GuniqueProbe *probe)
+/* What own_tid needs: a visit of own leaf, and the row just inserted. */
+typedef struct OwnVisit
+{
+	ProbeVisit	visit;
+	ItemPointer own;
+} OwnVisit;
+
+/* As probe_tid, in own leaf, passing over the entry nbtree just made. */
+static bool
+own_tid(void *arg, ItemPointer htid, bool *dead)
+{
+	OwnVisit   *ov = (OwnVisit *) arg;
+
+	if (ItemPointerEquals(htid, ov->own))
+	{
+		*dead = false;
+		return false;
+	}
+	return probe_tid(&ov->visit, htid, dead);
+}
+
+/*
+ * Announce that this backend waits with its entry in own leaf, release the
+ * key lock, and call "release" (a wait for the holder, or the opening of
+ * own leaf's scan); then look in the other leaves again, since others pass
+ * over an announced entry, and return holding the key lock.
+ */
+static void
+own_leaf_release(GuniqueProbe *probe, TransactionId xid, uint64 *counts,
+				 ProbeFinding *finding, ProbeScan *unready)
+{
+	GuniqueKeyImage key;
+
+	gunique_waiter_set(probe->pg->topindex, RelationGetRelid(probe->heap),
+					   probe->heap_tid, xid);
+	LWLockRelease(probe->keylock);
+	if (unready != NULL)
+		gunique_probescan_prepare(probe->pg->stmt, unready);
+	else
+	{
+		counts[GUNIQUE_STAT_WAITS]++;
+		gunique_onconflict_release_locks(probe->pg->topindex);
+		probe_wait(finding);
+	}
+	if (probe_others(probe, false, &key, counts) == PROBE_ALONE)
+		LWLockAcquire(probe->keylock, LW_EXCLUSIVE);
+}
+
+/*
+ * nbtree's partial check found the key in own leaf, and inserted the row's
+ * entry all the same; the key lock is held.  Look at own leaf again: a
+ * live match, or one of this transaction's, is a violation; one inserted
+ * or deleted by a transaction in progress is waited for, with the entry in
+ * place and the wait announced (waiters.c), and then every leaf is looked
+ * at again, the others first as before the insert; entries of announced
+ * waiters do not count.  Returns with the key lock released.  Why the
+ * outcomes are a unique btree's: src/README, invariant 4.
+ */
+static void
+own_leaf_resolve(GuniqueProbe *probe)
+{
+	TransactionId xid = GetCurrentTransactionId();
+	uint64		counts[GUNIQUE_NSTATS] = {0};
+
+	PG_TRY();
+	{
+		for (;;)
+		{
+			ProbeScan  *own;
+			ProbeFinding finding;
+			OwnVisit	ov;
+			ProbeScanContext cxt;
+			BlockNumber first;
+			bool		conflict;
+
+			gunique_probescan_enter(probe->pg->stmt, &cxt);
+			own = gunique_probescan_get(probe->pg->stmt,
+										RelationGetRelid(probe->heap),
+										RelationGetRelid(probe->index));
+			gunique_probescan_leave(&cxt);
+			if (!own->ready)
+			{
+				/* relations are opened without the key lock (invariant 4) */
+				own_leaf_release(probe, xid, counts, NULL, own);
+				continue;
+			}
+			memset(&finding, 0, sizeof(ProbeFinding));
+			ov.visit.ps = own;
+			ov.visit.finding = &finding;
+			ov.visit.topindex = probe->pg->topindex;
+			ov.own = probe->heap_tid;
+			counts[GUNIQUE_STAT_LEAVES_PROBED]++;
+			gunique_probescan_enter(probe->pg->stmt, &cxt);
+			gunique_bt_set_search_key(own->itup_key, own->index,
+									  probe->pg->nkeys, probe->values,
+									  probe->isnull);
+			conflict = gunique_bt_search_equal(own->index, own->heap,
+											   own->itup_key, own_tid, &ov,
+											   &first);
+			gunique_probescan_done(own);
+			gunique_probescan_leave(&cxt);
+			if (!conflict && !TransactionIdIsValid(finding.xwait))
+				break;
+			if (conflict)
+			{
+				LWLockRelease(probe->keylock);
+				counts[GUNIQUE_STAT_CONFLICTS]++;
+				gunique_stats_add(probe->index, counts);
+				finding.holder_index = own->index;
+				finding.holder_blkno = first;
+				report_conflict(probe->index, probe->heap, probe->heap,
+								&finding, probe->values, probe->isnull,
+								probe->checkUnique, probe->pg->topindex);
+			}
+			own_leaf_release(probe, xid, counts, &finding, NULL);
+		}
+	}
+	PG_CATCH();
+	{
+		gunique_waiter_clear();
+		PG_RE_THROW();
+	}
+	PG_END_TRY();
+	gunique_waiter_clear();
+	LWLockRelease(probe->keylock);
+	gunique_stats_add(probe->index, counts);
+}
+
+/*
+ * nbtree has inserted the key: settle what its partial check of own leaf
+ * left open, let others see the key, then build filters.  Returns what the
+ * access method's insert returns.
+ */
+bool
+gunique_probe_after_insert(GuniqueProbe *probe, bool unique)
 {
 	ProbeGroup *pg = probe->pg;
 
 	if (pg == NULL)
-		return;
-	LWLockRelease(probe->keylock);
+		return unique;
+	if (probe->own_partial && !unique)
+		own_leaf_resolve(probe);
+	else
+		LWLockRelease(probe->keylock);
 	gunique_onconflict_release_locks(pg->topindex);
 	if (pg->filters_wanted || pg->group_filter_wanted || probe->cover != 0)
 		ask_filters(pg, probe->index);
+	return probe->own_partial ? true : unique;
 }

@@ -21,6 +21,13 @@ typedef struct GuniqueProbe
 	struct ProbeGroup *pg;		/* NULL if the insert did not probe */
 	LWLock	   *keylock;		/* held across nbtree's insert, if it did */
 	int			cover;			/* GUNIQUE_COVER_* flags (summary.h) */
+	bool		own_partial;	/* nbtree checks own leaf in partial mode */
+	/* the row, for a second look at own leaf after nbtree's insert */
+	Relation	heap;
+	ItemPointer heap_tid;
+	Datum	   *values;
+	bool	   *isnull;
+	IndexUniqueCheck checkUnique;
 } GuniqueProbe;
 
 extern void gunique_probe_before_insert(GuniqueProbe *probe, Relation index,
@@ -29,6 +36,6 @@ extern void gunique_probe_before_insert(GuniqueProbe *probe, Relation index,
 										IndexUniqueCheck checkUnique,
 										bool indexUnchanged,
 										IndexInfo *indexInfo);
-extern void gunique_probe_after_insert(GuniqueProbe *probe);
+extern bool gunique_probe_after_insert(GuniqueProbe *probe, bool unique);
 
 #endif							/* GUNIQUE_PROBE_H */

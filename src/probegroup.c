@@ -468,6 +468,7 @@ group_build(InsertCache *cache, Relation index, bool skip_self,
 		gunique_probescan_enter(stmt, &cxt);
 		pg = palloc(sizeof(ProbeGroup));
 		group_init(pg, stmt, skip_self, &place, scope);
+		pg->own_index = RelationGetRelid(index);
 		pg->keymap = cache->keymap;
 		filled = group_fill(pg, index, scope, &place, light, generation);
 		gunique_probescan_leave(&cxt);

@@ -92,6 +92,7 @@ typedef struct ProbeGroup
 	GuniqueSummary **summaries; /* their summaries (or NULLs), side by side
 								 * for the loop that skips leaves */
 	int			self;			/* -1 if own leaf is left out */
+	Oid			own_index;		/* own leaf */
 	GuniqueSummary *own_summary;	/* own leaf's summary, or NULL */
 	GuniqueKeyMap *keymap;		/* how summaries map the key (keymap.c) */
 

@@ -688,9 +688,9 @@ before_unprobed(GuniqueProbe *probe, GuniqueSummary *summary, Datum *values,
 }
 
 /*
- * How probe_others ended: nothing holds the key in the other leaves (the
- * key lock is held); the insert is an UPDATE that keeps its key (invariant
- * 8); or the leaf has no other leaf to look in.
+ * How probe_others ended: nothing holds the key in the other leaves, or the
+ * insert is an UPDATE that keeps its key (invariant 8), and the key lock
+ * is held; or the leaf has no other leaf to look in.
  */
 typedef enum ProbeOutcome
 {
@@ -738,14 +738,7 @@ probe_others(GuniqueProbe *probe, bool indexUnchanged, GuniqueKeyImage *key,
 		LWLockAcquire(probe->keylock, LW_EXCLUSIVE);
 		if (probe_keeps_key(pg, own, probe->values, probe->isnull,
 							probe->heap_tid))
-		{
-			/*
-			 * The old version's entry has the key covered already, and
-			 * nbtree's insert needs no key lock (src/README, invariant 8).
-			 */
-			LWLockRelease(probe->keylock);
 			return PROBE_KEPT;
-		}
 		memcpy(saved, counts, sizeof(saved));
 		unready = NULL;
 		if (pg->light)
@@ -859,10 +852,18 @@ gunique_probe_before_insert(GuniqueProbe *probe, Relation index,
 			probe->pg = NULL;
 			return;
 		case PROBE_KEPT:
-			probe->pg = NULL;
+
+			/*
+			 * The old version's entry has the key covered already (src/README,
+			 * invariant 8); nbtree's partial check of own leaf can find
+			 * nothing else but entries of inserters that wait for this
+			 * transaction, announced, which own_leaf_resolve passes over
+			 * (nbtree's full check would wait for them: a deadlock).
+			 */
 			counts[GUNIQUE_STAT_UNPROBED] = 1;
 			counts[GUNIQUE_STAT_LEAVES_PROBED] = 1; /* own leaf's, the proof */
 			gunique_stats_add(index, counts);
+			probe->own_partial = true;
 			return;
 		case PROBE_CLEAR:
 			break;

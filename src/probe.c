@@ -169,12 +169,16 @@ report_conflict(Relation index, Relation heap, Relation holder,
 			 errtableconstraint(heap, RelationGetRelationName(index))));
 }
 
-/* What probe_tid needs: the leaf's scan, and where to note findings. */
+/*
+ * What probe_tid needs: the leaf's scan, where to note findings, and in own
+ * leaf after nbtree's insert, the row just inserted (else NULL).
+ */
 typedef struct ProbeVisit
 {
 	ProbeScan  *ps;
 	ProbeFinding *finding;
 	Oid			topindex;
+	ItemPointer own;
 } ProbeVisit;
 
 /*
@@ -184,7 +188,8 @@ typedef struct ProbeVisit
  * progress that inserted or deleted it, passing over the entries of
  * inserters that wait with theirs in place (waiters.c): such an inserter
  * looks at every leaf again before its insert stands, as if it had
- * inserted nothing yet (src/README, invariant 4).
+ * inserted nothing yet (src/README, invariant 4).  The entry nbtree has
+ * just made for the row being inserted is passed over too.
  */
 static bool
 probe_tid(void *arg, ItemPointer htid, bool *dead)
@@ -197,6 +202,11 @@ probe_tid(void *arg, ItemPointer htid, bool *dead)
 	bool		all_dead = false;
 	TransactionId xwait;
 
+	if (visit->own != NULL && ItemPointerEquals(htid, visit->own))
+	{
+		*dead = false;
+		return false;
+	}
 	if (!table_index_fetch_tuple(ps->fetch, &tid, &ps->dirty, ps->slot,
 								 &call_again, &all_dead))
 	{
@@ -224,13 +234,14 @@ probe_tid(void *arg, ItemPointer htid, bool *dead)
  * entry).  Returns the leaf's table if it holds the key live or inserted by
  * this transaction (a violation, with the leaf's index and first page in
  * *finding); otherwise records in *finding the first transaction in
- * progress that holds the key.
+ * progress that holds the key.  "own" is the row just inserted into the
+ * leaf, in own leaf after nbtree's insert, else NULL.
  */
 static Oid
 probe_leaf(ProbeScan *ps, Oid topindex, int nkeys, Datum *values,
-		   bool *isnull, ProbeFinding *finding)
+		   bool *isnull, ItemPointer own, ProbeFinding *finding)
 {
-	ProbeVisit	visit = {ps, finding, topindex};
+	ProbeVisit	visit = {ps, finding, topindex, own};
 	BlockNumber first;
 	bool		conflict;
 
@@ -327,7 +338,7 @@ probe_target(ProbeGroup *pg, int i, ProbeFinding *finding, Datum *values,
 	}
 	counts[GUNIQUE_STAT_LEAVES_PROBED]++;
 	return probe_leaf(pg->targets[i], pg->topindex, pg->nkeys, values,
-					  isnull, finding);
+					  isnull, NULL, finding);
 }
 
 /*
@@ -579,13 +590,27 @@ probe_light(ProbeGroup *pg, GuniqueKeyImage *key, ProbeFinding *finding,
 				}
 				counts[GUNIQUE_STAT_LEAVES_PROBED]++;
 				*conflict = probe_leaf(ps, pg->topindex, pg->nkeys, values,
-									   isnull, finding);
+									   isnull, NULL, finding);
 			}
 		}
 	}
 	if (!OidIsValid(*conflict))
 		counts[GUNIQUE_STAT_LEAVES_FILTERED] += pg->ll->n - walked;
 	return LIGHT_SEARCHED;
+}
+
+/* Own leaf's scan in the statement, ready or not. */
+static ProbeScan *
+probe_own_get(ProbeGroup *pg, Relation index, Relation heap)
+{
+	ProbeScanContext cxt;
+	ProbeScan  *own;
+
+	gunique_probescan_enter(pg->stmt, &cxt);
+	own = gunique_probescan_get(pg->stmt, RelationGetRelid(heap),
+								RelationGetRelid(index));
+	gunique_probescan_leave(&cxt);
+	return own;
 }
 
 /*
@@ -596,16 +621,12 @@ static ProbeScan *
 probe_own_scan(ProbeGroup *pg, Relation index, Relation heap,
 			   bool indexUnchanged)
 {
-	ProbeScanContext cxt;
 	ProbeScan  *own;
 
 	if (!indexUnchanged || pg->skip_self ||
 		heap->rd_tableam != GetHeapamTableAmRoutine())
 		return NULL;
-	gunique_probescan_enter(pg->stmt, &cxt);
-	own = gunique_probescan_get(pg->stmt, RelationGetRelid(heap),
-								RelationGetRelid(index));
-	gunique_probescan_leave(&cxt);
+	own = probe_own_get(pg, index, heap);
 	gunique_probescan_prepare(pg->stmt, own);
 	return own;
 }
@@ -883,27 +904,6 @@ gunique_probe_before_insert(GuniqueProbe *probe, Relation index,
 										 index);
 }
 
-/* What own_tid needs: a visit of own leaf, and the row just inserted. */
-typedef struct OwnVisit
-{
-	ProbeVisit	visit;
-	ItemPointer own;
-} OwnVisit;
-
-/* As probe_tid, in own leaf, passing over the entry nbtree just made. */
-static bool
-own_tid(void *arg, ItemPointer htid, bool *dead)
-{
-	OwnVisit   *ov = (OwnVisit *) arg;
-
-	if (ItemPointerEquals(htid, ov->own))
-	{
-		*dead = false;
-		return false;
-	}
-	return probe_tid(&ov->visit, htid, dead);
-}
-
 /*
  * Announce that this backend waits with its entry in own leaf, release the
  * key lock, and call "release" (a wait for the holder, or the opening of
@@ -951,18 +951,12 @@ own_leaf_resolve(GuniqueProbe *probe)
 	{
 		for (;;)
 		{
-			ProbeScan  *own;
+			ProbeScan  *own = probe_own_get(probe->pg, probe->index,
+											probe->heap);
 			ProbeFinding finding;
-			OwnVisit	ov;
 			ProbeScanContext cxt;
-			BlockNumber first;
-			bool		conflict;
+			Oid			conflict;
 
-			gunique_probescan_enter(probe->pg->stmt, &cxt);
-			own = gunique_probescan_get(probe->pg->stmt,
-										RelationGetRelid(probe->heap),
-										RelationGetRelid(probe->index));
-			gunique_probescan_leave(&cxt);
 			if (!own->ready)
 			{
 				/* relations are opened without the key lock (invariant 4) */
@@ -970,29 +964,19 @@ own_leaf_resolve(GuniqueProbe *probe)
 				continue;
 			}
 			memset(&finding, 0, sizeof(ProbeFinding));
-			ov.visit.ps = own;
-			ov.visit.finding = &finding;
-			ov.visit.topindex = probe->pg->topindex;
-			ov.own = probe->heap_tid;
 			counts[GUNIQUE_STAT_LEAVES_PROBED]++;
 			gunique_probescan_enter(probe->pg->stmt, &cxt);
-			gunique_bt_set_search_key(own->itup_key, own->index,
-									  probe->pg->nkeys, probe->values,
-									  probe->isnull);
-			conflict = gunique_bt_search_equal(own->index, own->heap,
-											   own->itup_key, own_tid, &ov,
-											   &first);
-			gunique_probescan_done(own);
+			conflict = probe_leaf(own, probe->pg->topindex, probe->pg->nkeys,
+								  probe->values, probe->isnull,
+								  probe->heap_tid, &finding);
 			gunique_probescan_leave(&cxt);
-			if (!conflict && !TransactionIdIsValid(finding.xwait))
+			if (!OidIsValid(conflict) && !TransactionIdIsValid(finding.xwait))
 				break;
-			if (conflict)
+			if (OidIsValid(conflict))
 			{
 				LWLockRelease(probe->keylock);
 				counts[GUNIQUE_STAT_CONFLICTS]++;
 				gunique_stats_add(probe->index, counts);
-				finding.holder_index = own->index;
-				finding.holder_blkno = first;
 				report_conflict(probe->index, probe->heap, probe->heap,
 								&finding, probe->values, probe->isnull,
 								probe->checkUnique, probe->pg->topindex);

@@ -15,11 +15,15 @@
  * A group's filter is tagged: each bloom block is followed by a tag block
  * of the same size, where a key sets GUNIQUE_FILTER_TAG_BITS bits chosen
  * by the key and by the tag (0 to GUNIQUE_FILTER_TAGS - 1) of the leaf
- * that holds it.  A key the bloom part cannot rule out is then checked
- * against each tag in the next cache line, of the same aligned pair and
- * page, and only the leaves of the tags it may have are looked at
- * (summary.c gives each leaf its tag).  Every setter names the tag: a
- * tagged filter set without one stops ruling tags out.
+ * that holds it, and has a subtag block, where the key sets as many bits
+ * chosen by the key and by the leaf's subtag (another 0 to
+ * GUNIQUE_FILTER_TAGS - 1).  A key the bloom part cannot rule out is then
+ * checked against each tag in the next cache line, of the same aligned
+ * pair and page, and against the subtags of the leaves of the tags it may
+ * have in a third line; only the leaves whose tag and subtag it may have
+ * are looked at (summary.c gives each leaf both).  With 512 leaves, about
+ * 8 share a tag and 1 in 8 of them a subtag.  Every setter names them: a
+ * tagged filter set without them stops ruling tags out.
  *
  * Filters live in a dynamic shared memory area (utils/dsa.h) that grows
  * as filters are made, up to gunique.filter_memory (by default a sixteenth
@@ -227,7 +231,8 @@ filter_area_get(void)
  * area (a dsa_pointer, a multiple of 64, below 2^50), with their number of
  * blocks as m << e (m, 8 bits, in bits 50 to 57, and e in the low six
  * bits), so that a probe finds a key's block without reading the header,
- * and FILTER_REF_TAGGED if the filter has a tag part after its bloom part.
+ * and FILTER_REF_TAGGED if the filter has tag and subtag parts after its
+ * bloom part.
  * A filter so has any number of blocks within 1% (not only powers of
  * two), and a key's block (or page of blocks) is picked by multiplying
  * half of its hash by that number (filter_block).
@@ -282,56 +287,75 @@ filter_paged(uint64 nblocks)
 }
 
 /*
- * The key's bloom block.  In a tagged filter, blocks come in pairs, bloom
- * then tag, each pair 128-byte aligned (see filter_place).
+ * The key's bloom block.  In a tagged filter, blocks come in triples, bloom,
+ * tag and subtag, side by side, so that a probe that reads all three meets
+ * one page of memory.
  *
  * In a paged filter, the high half of the hash picks a page of blocks (64
- * blocks, or 32 pairs: 4 kB) and the low half a block in it.  Keys that
- * are close in order share the high half of their hash (keymap.c), so a
- * run of them sets and reads bits in one page: a backend that has not
- * touched the filter before (a new session, or any after a restart) then
- * maps a page per run of keys, not one per key.  The low half spreads a
- * run's keys over its page's blocks.  Other filters place a key by the
- * low half alone: by the high half, a run's keys would all go to one
- * block.
+ * blocks, or 21 triples: 4 kB, the last 64 bytes of a page of triples
+ * unused) and the low half a block in it.  Keys that are close in order
+ * share the high half of their hash (keymap.c), so a run of them sets and
+ * reads bits in one page: a backend that has not touched the filter before
+ * (a new session, or any after a restart) then maps a page per run of
+ * keys, not one per key.  The low half spreads a run's keys over its
+ * page's blocks.  Other filters place a key by the low half alone: by the
+ * high half, a run's keys would all go to one block.
  */
+#define FILTER_PAGE_TRIPLES		(FILTER_PAGE_BYTES / (3 * 64))
+
+/* The pages of a paged filter of "nblocks" blocks, tagged or not. */
+static inline uint64
+filter_npages(uint64 nblocks, bool tagged)
+{
+	return tagged ?
+		(nblocks + FILTER_PAGE_TRIPLES - 1) / FILTER_PAGE_TRIPLES :
+		nblocks / FILTER_PAGE_BLOCKS;
+}
+
 static inline pg_atomic_uint64 *
 filter_block(uint64 ref, uint64 hash)
 {
 	pg_atomic_uint64 *bits = (pg_atomic_uint64 *) (filter_at(ref) + 1);
 	bool		tagged = (ref & FILTER_REF_TAGGED) != 0;
-	int			stride = tagged ? 2 * FILTER_BLOCK_WORDS : FILTER_BLOCK_WORDS;
+	int			stride = FILTER_BLOCK_WORDS * (tagged ? 3 : 1);
 	uint64		nblocks = filter_nblocks(ref);
-	uint64		block;
 
 	if (filter_paged(nblocks))
 	{
-		int			per_page = tagged ? FILTER_PAGE_BLOCKS / 2 :
+		int			per_page = tagged ? FILTER_PAGE_TRIPLES :
 			FILTER_PAGE_BLOCKS;
-		uint64		page = ((hash >> 32) * (nblocks / per_page)) >> 32;
+		uint64		npages = filter_npages(nblocks, tagged);
+		uint64		page = ((hash >> 32) * npages) >> 32;
 
-		block = page * per_page +
-			((((uint64) (uint32) hash) * per_page) >> 32);
+		return bits + page * (FILTER_PAGE_BYTES / sizeof(uint64)) +
+			((((uint64) (uint32) hash) * per_page) >> 32) * stride;
 	}
-	else
-		block = (((uint64) (uint32) hash) * nblocks) >> 32;
-	return bits + block * stride;
+	return bits + ((((uint64) (uint32) hash) * nblocks) >> 32) * stride;
 }
 
-/* The tag block paired with the key's bloom block, in a tagged filter. */
+/* The tag block of the key's triple, in a tagged filter. */
 static inline pg_atomic_uint64 *
 filter_tag_block(uint64 ref, uint64 hash)
 {
+	Assert(ref & FILTER_REF_TAGGED);
 	return filter_block(ref, hash) + FILTER_BLOCK_WORDS;
+}
+
+/* The subtag block of the key's triple, in a tagged filter. */
+static inline pg_atomic_uint64 *
+filter_subtag_block(uint64 ref, uint64 hash)
+{
+	Assert(ref & FILTER_REF_TAGGED);
+	return filter_block(ref, hash) + 2 * FILTER_BLOCK_WORDS;
 }
 
 /*
  * Where a filter's header goes in memory allocated at "dp": the first
  * place, 64-byte aligned, after which the bits start 128-byte aligned, so
- * that a bloom block and its tag block make one pair of cache lines, which
- * CPUs often fetch together; a paged filter's bits start 4 kB aligned, so
- * that its pages of blocks are the system's pages where the area's
- * segments are page-aligned.  The allocation has that alignment to spare
+ * that blocks start on the pairs of cache lines that CPUs often fetch
+ * together; a paged filter's bits start 4 kB aligned, so that its pages of
+ * blocks are the system's pages where the area's segments are
+ * page-aligned.  The allocation has that alignment to spare
  * (filter_bytes).
  */
 static inline Size
@@ -347,11 +371,16 @@ filter_place(dsa_pointer dp, uint64 nblocks)
 		sizeof(FilterHeader);
 }
 
-/* The bytes of a filter's bits: bloom blocks, and as many tag blocks. */
+/*
+ * The bytes of a filter's bits: bloom blocks, and as many tag blocks and
+ * subtag blocks; whole pages in a paged filter.
+ */
 static inline uint64
 filter_bits_bytes(uint64 nblocks, bool tagged)
 {
-	return nblocks * 64 * (tagged ? 2 : 1);
+	if (filter_paged(nblocks))
+		return filter_npages(nblocks, tagged) * FILTER_PAGE_BYTES;
+	return nblocks * 64 * (tagged ? 3 : 1);
 }
 
 /* What a filter of "nblocks" blocks allocates. */
@@ -367,8 +396,12 @@ filter_bytes(uint64 nblocks, bool tagged)
  * positions of the block's 512, by double hashing: the i-th is a_i + tag *
  * b_i (mod 512), with a_i and b_i (odd) from the key's hash, so that a probe
  * works out every tag's positions with additions, and two tags of one key
- * never share a position.
+ * never share a position.  A subtag sets its bits in the subtag block the
+ * same way, from other bits of the key's hash ("seed").
  */
+#define FILTER_TAG_SEED		UINT64CONST(0xc2b2ae3d27d4eb4f)
+#define FILTER_SUBTAG_SEED	UINT64CONST(0x165667b19e3779f9)
+
 typedef struct FilterTagBase
 {
 	int			a[GUNIQUE_FILTER_TAG_BITS];
@@ -376,9 +409,9 @@ typedef struct FilterTagBase
 } FilterTagBase;
 
 static inline void
-filter_tag_base(uint64 hash, FilterTagBase *base)
+filter_tag_base(uint64 hash, uint64 seed, FilterTagBase *base)
 {
-	uint64		h = gunique_mix64(hash ^ UINT64CONST(0xc2b2ae3d27d4eb4f));
+	uint64		h = gunique_mix64(hash ^ seed);
 
 	for (int i = 0; i < GUNIQUE_FILTER_TAG_BITS; i++)
 	{
@@ -387,38 +420,44 @@ filter_tag_base(uint64 hash, FilterTagBase *base)
 	}
 }
 
-static inline void
-filter_tag_positions(uint64 hash, int tag, int *pos)
+/* Set the bits of one tag (or subtag) "t" in "block". */
+static void
+filter_set_tag_bits(pg_atomic_uint64 *block, uint64 hash, uint64 seed, int t,
+					bool alone)
 {
 	FilterTagBase base;
 
-	filter_tag_base(hash, &base);
-	for (int i = 0; i < GUNIQUE_FILTER_TAG_BITS; i++)
-		pos[i] = (base.a[i] + tag * base.b[i]) & 511;
-}
-
-static void
-filter_set_tag(uint64 ref, uint64 hash, int tag, bool alone)
-{
-	pg_atomic_uint64 *block = filter_tag_block(ref, hash);
-	int			pos[GUNIQUE_FILTER_TAG_BITS];
-
-	if (tag < 0 || tag >= GUNIQUE_FILTER_TAGS)
-	{
-		pg_atomic_write_u32(&filter_at(ref)->h.tags_lost, 1);
-		return;
-	}
-	filter_tag_positions(hash, tag, pos);
+	filter_tag_base(hash, seed, &base);
 	for (int i = 0; i < GUNIQUE_FILTER_TAG_BITS; i++)
 	{
-		pg_atomic_uint64 *word = &block[pos[i] >> 6];
-		uint64		bit = UINT64CONST(1) << (pos[i] & 63);
+		int			pos = (base.a[i] + t * base.b[i]) & 511;
+		pg_atomic_uint64 *word = &block[pos >> 6];
+		uint64		bit = UINT64CONST(1) << (pos & 63);
 
 		if (alone)
 			*(uint64 *) word |= bit;
 		else if ((pg_atomic_read_u64(word) & bit) == 0)
 			pg_atomic_fetch_or_u64(word, bit);
 	}
+}
+
+/*
+ * Set the key's bits for "tag" (GUNIQUE_FILTER_TAG_OF and _SUBTAG_OF tell
+ * its two parts), or, for a tag out of range, stop ruling tags out.
+ */
+static void
+filter_set_tag(uint64 ref, uint64 hash, int tag, bool alone)
+{
+	if (tag < 0 || tag >= GUNIQUE_FILTER_TAGS * GUNIQUE_FILTER_TAGS)
+	{
+		pg_atomic_write_u32(&filter_at(ref)->h.tags_lost, 1);
+		return;
+	}
+	filter_set_tag_bits(filter_tag_block(ref, hash), hash, FILTER_TAG_SEED,
+						GUNIQUE_FILTER_TAG_OF(tag), alone);
+	filter_set_tag_bits(filter_subtag_block(ref, hash), hash,
+						FILTER_SUBTAG_SEED, GUNIQUE_FILTER_SUBTAG_OF(tag),
+						alone);
 }
 
 /*
@@ -518,6 +557,43 @@ gunique_filter_excludes(uint64 ref, GuniqueFilterKey *fkey)
 }
 
 /*
+ * Of the tags (or subtags) in "candidates", bit t for t, those whose bits
+ * are all set in "block".
+ *
+ * They are tested bit by bit, each bit over the tags still standing, and
+ * without a branch on what the bit says: the first bit rules out most
+ * tags, and a branch per tag, taken as the filter's bits fall, would be
+ * mispredicted about as often as not (a key that comes back, at hundreds
+ * of partitions, spent more time here than in reading its filters).
+ */
+static uint64
+filter_tags_in(pg_atomic_uint64 *block, uint64 hash, uint64 seed,
+			   uint64 candidates)
+{
+	uint64		words[FILTER_BLOCK_WORDS];
+	uint64		standing = candidates;
+	FilterTagBase base;
+
+	for (int i = 0; i < FILTER_BLOCK_WORDS; i++)
+		words[i] = pg_atomic_read_u64(&block[i]);
+	filter_tag_base(hash, seed, &base);
+	for (int i = 0; i < GUNIQUE_FILTER_TAG_BITS && standing != 0; i++)
+	{
+		uint64		set = 0;
+
+		for (uint64 left = standing; left != 0; left &= left - 1)
+		{
+			int			t = pg_rightmost_one_pos64(left);
+			int			pos = (base.a[i] + t * base.b[i]) & 511;
+
+			set |= ((words[pos >> 6] >> (pos & 63)) & 1) << t;
+		}
+		standing = set;
+	}
+	return standing;
+}
+
+/*
  * Of the tags in "candidates" (bit t for tag t), those the key may have in
  * filter "ref": all of them unless the filter is tagged and every setter
  * named a tag.
@@ -525,34 +601,26 @@ gunique_filter_excludes(uint64 ref, GuniqueFilterKey *fkey)
 uint64
 gunique_filter_tags(uint64 ref, GuniqueFilterKey *fkey, uint64 candidates)
 {
-	pg_atomic_uint64 *block;
-	uint64		words[FILTER_BLOCK_WORDS];
-	uint64		result = 0;
-	FilterTagBase base;
-
-	if (ref == 0 || !(ref & FILTER_REF_TAGGED) || !gunique_key_filters ||
-		pg_atomic_read_u32(&filter_at(ref)->h.tags_lost) != 0)
+	if (!gunique_filter_tagged(ref) || !gunique_key_filters)
 		return candidates;
-	block = filter_tag_block(ref, fkey->hash);
-	for (int i = 0; i < FILTER_BLOCK_WORDS; i++)
-		words[i] = pg_atomic_read_u64(&block[i]);
-	filter_tag_base(fkey->hash, &base);
-	while (candidates != 0)
-	{
-		int			tag = pg_rightmost_one_pos64(candidates);
-		bool		all = true;
+	/* the subtags are read next (gunique_filter_subtags) */
+	gunique_prefetch(filter_subtag_block(ref, fkey->hash));
+	return filter_tags_in(filter_tag_block(ref, fkey->hash), fkey->hash,
+						  FILTER_TAG_SEED, candidates);
+}
 
-		candidates &= candidates - 1;
-		for (int i = 0; i < GUNIQUE_FILTER_TAG_BITS && all; i++)
-		{
-			int			pos = (base.a[i] + tag * base.b[i]) & 511;
-
-			all = (words[pos >> 6] >> (pos & 63)) & 1;
-		}
-		if (all)
-			result |= UINT64CONST(1) << tag;
-	}
-	return result;
+/*
+ * Of the subtags in "candidates" (bit s for subtag s), those the key may
+ * have in filter "ref", as for gunique_filter_tags.  A leaf of a tag the
+ * key may have can hold the key only if its subtag is one of them.
+ */
+uint64
+gunique_filter_subtags(uint64 ref, GuniqueFilterKey *fkey, uint64 candidates)
+{
+	if (!gunique_filter_tagged(ref) || !gunique_key_filters)
+		return candidates;
+	return filter_tags_in(filter_subtag_block(ref, fkey->hash), fkey->hash,
+						  FILTER_SUBTAG_SEED, candidates);
 }
 
 /* Does the filter have a tag part that tells leaves apart? */
@@ -688,7 +756,7 @@ filter_dsa_allocate(Size bytes)
 
 /*
  * A zeroed filter for about "keys" keys (its reference), or 0 if no room;
- * "tagged" doubles it for a tag part.
+ * "tagged" triples it for the tag and subtag parts.
  */
 uint64
 gunique_filter_alloc(uint64 keys, bool tagged)
@@ -707,7 +775,7 @@ gunique_filter_alloc(uint64 keys, bool tagged)
 	nblocks = Min(Max(nblocks, FILTER_MIN_BLOCKS), FILTER_MAX_BLOCKS);
 	shape = filter_shape(nblocks);
 	nblocks = filter_nblocks(shape);
-	/* the header and the bits (twice as many with tags), placed */
+	/* the header and the bits (three times as many with tags), placed */
 	bytes = filter_bytes(nblocks, tagged);
 
 	dp = filter_dsa_allocate(bytes);

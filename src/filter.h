@@ -13,8 +13,18 @@
  * (on the first filter checked) for a probe that may check many filters.
  */
 #define GUNIQUE_FILTER_BLOCK_WORDS 8	/* 64 bytes */
-#define GUNIQUE_FILTER_TAGS		64	/* tags a tagged filter tells apart */
+#define GUNIQUE_FILTER_TAGS		64	/* tags a tagged filter tells apart,
+									 * and as many subtags */
 #define GUNIQUE_FILTER_TAG_BITS 4	/* bits a key and a tag set */
+
+/*
+ * A leaf's tag in a tagged filter (summary.c) has two parts, a tag and a
+ * subtag, each below GUNIQUE_FILTER_TAGS.
+ */
+#define GUNIQUE_FILTER_TAG_MAKE(tag, sub) \
+	((tag) + (sub) * GUNIQUE_FILTER_TAGS)
+#define GUNIQUE_FILTER_TAG_OF(t)		((t) % GUNIQUE_FILTER_TAGS)
+#define GUNIQUE_FILTER_SUBTAG_OF(t)		((t) / GUNIQUE_FILTER_TAGS)
 
 typedef struct GuniqueFilterKey
 {
@@ -40,7 +50,8 @@ typedef struct GuniqueFilterSaved
 	uint64		capacity;
 	uint64		nkeys;
 	uint32		tags_lost;
-	uint64		nbytes;			/* of its bits, bloom and tag parts */
+	uint64		nbytes;			/* of its bits, bloom, tag and subtag
+								 * parts */
 } GuniqueFilterSaved;
 
 extern int	gunique_filter_memory;
@@ -74,6 +85,8 @@ extern bool gunique_filter_excludes(uint64 ref, GuniqueFilterKey *fkey);
 extern void gunique_filter_prefetch(uint64 ref, GuniqueFilterKey *fkey);
 extern uint64 gunique_filter_tags(uint64 ref, GuniqueFilterKey *fkey,
 								  uint64 candidates);
+extern uint64 gunique_filter_subtags(uint64 ref, GuniqueFilterKey *fkey,
+									 uint64 candidates);
 extern bool gunique_filter_tagged(uint64 ref);
 
 #endif							/* GUNIQUE_FILTER_H */

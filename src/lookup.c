@@ -77,6 +77,7 @@ typedef struct LookupPart
 	Oid			heapoid;
 	Oid			indexoid;		/* its leaf of the gunique tree */
 	int			next;			/* the next part of the same tag, or -1 */
+	uint8		sub;			/* its subtag in the group's filter */
 } LookupPart;
 
 /*
@@ -304,6 +305,8 @@ lookup_tree_parts(LookupTree *tree, GuniqueScope *scope, List *leaves,
 		if (i == 0 || leaf->group != tree->group)
 			tree->group = i == 0 ? leaf->group : InvalidOid;
 		tag = gunique_summary_leaf_tag(leaf->heapoid);
+		tree->parts[i].sub = (uint8) GUNIQUE_FILTER_SUBTAG_OF(tag);
+		tag = GUNIQUE_FILTER_TAG_OF(tag);
 		tree->parts[i].next = tree->first[tag];
 		tree->first[tag] = i;
 		tree->tags_present |= UINT64CONST(1) << tag;
@@ -673,14 +676,32 @@ lookup_ask_filter(LookupScanState *state, LookupTree *tree)
 }
 
 /*
+ * The subtags of the parts listed under "tags" that the key may have in
+ * the group's filter "ref".
+ */
+static uint64
+lookup_subtags(LookupTree *tree, uint64 ref, GuniqueFilterKey *fkey,
+			   uint64 tags)
+{
+	uint64		candidates = 0;
+
+	for (uint64 left = tags & tree->tags_present; left != 0; left &= left - 1)
+		for (int i = tree->first[pg_rightmost_one_pos64(left)]; i >= 0;
+			 i = tree->parts[i].next)
+			candidates |= UINT64CONST(1) << tree->parts[i].sub;
+	return gunique_filter_subtags(ref, fkey, candidates);
+}
+
+/*
  * Which parts can hold the key, as far as the group's filter tells: a
- * bit per tag.  Read under a key lock, which keeps the filter from being
- * freed (src/README, invariant 6); any key lock would serve, and a reader
- * takes it shared.
+ * bit per tag, and in *subs a bit per subtag.  Read under a key lock, which
+ * keeps the filter from being freed (src/README, invariant 6); any key
+ * lock would serve, and a reader takes it shared.
  */
 static uint64
 lookup_group_tags(LookupScanState *state, LookupTree *tree,
-				  GuniqueKeyImage *image, GuniqueFilterKey *fkey)
+				  GuniqueKeyImage *image, GuniqueFilterKey *fkey,
+				  uint64 *subs)
 {
 	GuniqueSummary *group = tree->group_summary;
 	LWLock	   *lock;
@@ -698,7 +719,10 @@ lookup_group_tags(LookupScanState *state, LookupTree *tree,
 		if (gunique_filter_excludes(ref, fkey))
 			tags = 0;
 		else
+		{
 			tags = gunique_filter_tags(ref, fkey, tags);
+			*subs = lookup_subtags(tree, ref, fkey, tags);
+		}
 	}
 	LWLockRelease(lock);
 	if (ref == 0 && gunique_summary_filter_missing(group))
@@ -744,11 +768,11 @@ lookup_rule_out(LookupPart *parts, int n, bool *keep, GuniqueKeyImage *image,
 }
 
 /*
- * The parts of the key's tags (every part if "tags" has every bit), copied
- * out of the tree, which locking may make stale.
+ * The parts of the key's tags and subtags (every part if both have every
+ * bit), copied out of the tree, which locking may make stale.
  */
 static LookupPart *
-lookup_candidates(LookupTree *tree, uint64 tags, int *n)
+lookup_candidates(LookupTree *tree, uint64 tags, uint64 subs, int *n)
 {
 	LookupPart *parts = palloc(sizeof(LookupPart) * Max(tree->nparts, 1));
 
@@ -756,7 +780,8 @@ lookup_candidates(LookupTree *tree, uint64 tags, int *n)
 	for (uint64 left = tags & tree->tags_present; left != 0; left &= left - 1)
 		for (int i = tree->first[pg_rightmost_one_pos64(left)]; i >= 0;
 			 i = tree->parts[i].next)
-			parts[(*n)++] = tree->parts[i];
+			if ((subs >> tree->parts[i].sub) & 1)
+				parts[(*n)++] = tree->parts[i];
 	return parts;
 }
 
@@ -783,6 +808,7 @@ lookup_one(LookupScanState *state, Datum *values, bool *isnull, bool trust,
 	GuniqueKeyImage image;
 	GuniqueFilterKey fkey;
 	uint64		tags = ~UINT64CONST(0);
+	uint64		subs = ~UINT64CONST(0);
 	LookupPart *parts;
 	bool	   *keep;
 	bool		found = false;
@@ -794,8 +820,8 @@ lookup_one(LookupScanState *state, Datum *values, bool *isnull, bool trust,
 		gunique_filter_key(&fkey, image.hash);
 	if (trust && image.hashed && OidIsValid(tree->group) &&
 		tree->group_leaves >= GUNIQUE_GROUP_FILTER_MIN_LEAVES)
-		tags = lookup_group_tags(state, tree, &image, &fkey);
-	parts = lookup_candidates(tree, tags, &n);
+		tags = lookup_group_tags(state, tree, &image, &fkey, &subs);
+	parts = lookup_candidates(tree, tags, subs, &n);
 	ruled_out = tree->nparts - n;
 	keep = palloc(sizeof(bool) * Max(n, 1));
 	memset(keep, true, sizeof(bool) * n);

@@ -343,24 +343,29 @@ probe_target(ProbeGroup *pg, int i, ProbeFinding *finding, Datum *values,
 
 /*
  * Past the group's filter, when it tags keys by leaf: only the leaves of
- * the tags the key may have, then their ranges and filters.  The others
- * cannot hold the key: the tag part is set with the bloom part, by every
- * insert and every build (src/README, invariant 6).
+ * the tags and subtags the key may have, then their ranges and filters.
+ * The others cannot hold the key: the tag parts are set with the bloom
+ * part, by every insert and every build (src/README, invariant 6).
  */
 static Oid
-probe_group_tags(ProbeGroup *pg, LeafSummaryCopies *copies, uint64 tags,
+probe_group_tags(ProbeGroup *pg, LeafSummaryCopies *copies, uint64 groupref,
 				 GuniqueKeyImage *key, GuniqueFilterKey *fkey,
 				 ProbeFinding *finding, Datum *values, bool *isnull,
 				 uint64 *counts, ProbeScan **unready)
 {
 	Oid			conflict = InvalidOid;
 	int			walked = 0;
+	uint64		tags;
+	uint64		subs;
 
+	tags = gunique_filter_tags(groupref, fkey, copies->tags.present);
+	subs = gunique_leaftags_subtags(&copies->tags, groupref, fkey, tags);
 	/* start loading every filter to be read, so the misses overlap */
 	for (uint64 left = tags; left != 0; left &= left - 1)
 		for (int i = copies->tags.first[pg_rightmost_one_pos64(left)]; i >= 0;
 			 i = copies->tags.next[i])
-			probe_copy_prefetch(&copies->leaves[i], key, fkey);
+			if (LEAF_TAGS_WANTED(&copies->tags, i, subs))
+				probe_copy_prefetch(&copies->leaves[i], key, fkey);
 	while (tags != 0 && !OidIsValid(conflict) && *unready == NULL)
 	{
 		int			tag = pg_rightmost_one_pos64(tags);
@@ -370,6 +375,8 @@ probe_group_tags(ProbeGroup *pg, LeafSummaryCopies *copies, uint64 tags,
 			 i >= 0 && !OidIsValid(conflict) && *unready == NULL;
 			 i = copies->tags.next[i])
 		{
+			if (!LEAF_TAGS_WANTED(&copies->tags, i, subs))
+				continue;
 			walked++;
 			if (i == pg->self)
 				continue;		/* own leaf is nbtree's to check */
@@ -404,11 +411,8 @@ probe_group_copies(ProbeGroup *pg, GuniqueKeyImage *key,
 	Oid			conflict = InvalidOid;
 
 	if (gunique_filter_tagged(groupref))
-		return probe_group_tags(pg, copies,
-								gunique_filter_tags(groupref, fkey,
-													copies->tags.present),
-								key, fkey, finding, values, isnull, counts,
-								unready);
+		return probe_group_tags(pg, copies, groupref, key, fkey, finding,
+								values, isnull, counts, unready);
 	/* a key without an order image (a NULL leading column) may be anywhere */
 	upto = key->ordered ?
 		gunique_probegroup_copies_upto(copies, pg->ntargets, key->order) :
@@ -492,30 +496,59 @@ typedef enum LightOutcome
 {
 	LIGHT_CLEAR,				/* the group's filter rules every leaf out */
 	LIGHT_WHOLE,				/* it cannot: make the group whole */
-	LIGHT_OPEN,					/* open the leaves of these tags first */
+	LIGHT_OPEN,					/* open the leaves of these tags and subtags
+								 * first */
 	LIGHT_UNREADY,				/* make this leaf's scan ready first */
 	LIGHT_SEARCHED				/* the leaves of the key's tags were looked
 								 * at: see the conflict and the finding */
 } LightOutcome;
 
 /*
+ * The leaves of a light group listed under "tags" whose subtag is one of
+ * "subs", into ll->wanted; how many.  Own leaf among them is not opened or
+ * searched: it is nbtree's to check.
+ */
+static int
+light_wanted(ProbeGroup *pg, uint64 tags, uint64 subs, bool *all_open)
+{
+	LightLeaves *ll = pg->ll;
+	int			n = 0;
+
+	*all_open = true;
+	for (uint64 left = tags; left != 0; left &= left - 1)
+		for (int i = ll->tags.first[pg_rightmost_one_pos64(left)]; i >= 0;
+			 i = ll->tags.next[i])
+		{
+			if (!LEAF_TAGS_WANTED(&ll->tags, i, subs))
+				continue;
+			ll->wanted[n++] = i;
+			if (ll->scans[i] == NULL &&
+				ll->leaves[i].indexoid != pg->own_index)
+				*all_open = false;
+		}
+	return n;
+}
+
+/*
  * Under the key lock, for a light group (probegroup.c): does the group's
  * filter rule the key out of every leaf?  If not and the filter tags keys
- * by leaf, look only in the leaves of the key's tags, if they are open
- * (else *tags says which to open, without the key lock); the other leaves,
- * which the tags rule out, stay unlocked (src/README, "Light probes").  A
- * leaf to search whose scan is not ready stops it, in *unready.
+ * by leaf, look only in the leaves of the key's tags and subtags, if they
+ * are open (else *tags and *subs say which to open, without the key lock);
+ * the other leaves, which the tags rule out, stay unlocked (src/README,
+ * "Light probes").  A leaf to search whose scan is not ready stops it, in
+ * *unready.
  */
 static LightOutcome
 probe_light(ProbeGroup *pg, GuniqueKeyImage *key, ProbeFinding *finding,
 			Datum *values, bool *isnull, uint64 *counts, Oid *conflict,
-			uint64 *tags, ProbeScan **unready)
+			uint64 *tags, uint64 *subs, ProbeScan **unready)
 {
+	LightLeaves *ll = pg->ll;
 	GuniqueFilterKey fkey;
 	uint64		ref;
-	uint64		left;
 	uint64		changes;
-	int			walked = 0;
+	int			nwanted;
+	bool		all_open;
 
 	memset(finding, 0, sizeof(ProbeFinding));
 	*conflict = InvalidOid;
@@ -528,10 +561,12 @@ probe_light(ProbeGroup *pg, GuniqueKeyImage *key, ProbeFinding *finding,
 		return LIGHT_CLEAR;
 	}
 	ref = gunique_summary_filter(pg->group_summary);
-	if (pg->ll == NULL || !gunique_filter_tagged(ref))
+	if (ll == NULL || !gunique_filter_tagged(ref))
 		return LIGHT_WHOLE;
-	*tags = gunique_filter_tags(ref, &fkey, pg->ll->tags.present);
-	if ((*tags & ~pg->ll->tags_open) != 0)
+	*tags = gunique_filter_tags(ref, &fkey, ll->tags.present);
+	*subs = gunique_leaftags_subtags(&ll->tags, ref, &fkey, *tags);
+	nwanted = light_wanted(pg, *tags, *subs, &all_open);
+	if (!all_open)
 		return LIGHT_OPEN;
 	counts[GUNIQUE_STAT_PROBES]++;
 
@@ -539,63 +574,60 @@ probe_light(ProbeGroup *pg, GuniqueKeyImage *key, ProbeFinding *finding,
 	 * The statement's copies of the leaves' summaries serve while the
 	 * group's count of changes stays put (src/README, invariant 5).  Copy
 	 * those missing first, then start loading the filters to be read, so
-	 * that the cache misses of a dozen leaves overlap; then check them.
+	 * that the cache misses of several leaves overlap; then check them.
 	 */
 	changes = gunique_summary_changes(pg->group_summary);
-	if (pg->ll->changes != changes)
+	if (ll->changes != changes)
 	{
-		memset(pg->ll->copied, 0, sizeof(bool) * pg->ll->n);
-		pg->ll->changes = changes;
+		memset(ll->copied, 0, sizeof(bool) * ll->n);
+		ll->changes = changes;
 	}
-	for (left = *tags; left != 0; left &= left - 1)
-		for (int i = pg->ll->tags.first[pg_rightmost_one_pos64(left)];
-			 i >= 0; i = pg->ll->tags.next[i])
-			if (!pg->ll->copied[i] && pg->ll->scans[i]->summary != NULL)
-				gunique_prefetch(pg->ll->scans[i]->summary);
-	for (left = *tags; left != 0; left &= left - 1)
-		for (int i = pg->ll->tags.first[pg_rightmost_one_pos64(left)];
-			 i >= 0; i = pg->ll->tags.next[i])
-		{
-			if (!pg->ll->copied[i])
-			{
-				gunique_summary_copy(pg->ll->scans[i]->summary,
-									 &pg->ll->copies[i]);
-				pg->ll->copied[i] = true;
-			}
-			probe_copy_prefetch(&pg->ll->copies[i], key, &fkey);
-		}
-	for (left = *tags; left != 0 && !OidIsValid(*conflict); left &= left - 1)
+	for (int w = 0; w < nwanted; w++)
 	{
-		int			tag = pg_rightmost_one_pos64(left);
+		int			i = ll->wanted[w];
 
-		for (int i = pg->ll->tags.first[tag];
-			 i >= 0 && !OidIsValid(*conflict); i = pg->ll->tags.next[i])
+		if (!ll->copied[i] && ll->scans[i] != NULL &&
+			ll->scans[i]->summary != NULL)
+			gunique_prefetch(ll->scans[i]->summary);
+	}
+	for (int w = 0; w < nwanted; w++)
+	{
+		int			i = ll->wanted[w];
+
+		if (ll->scans[i] == NULL)
+			continue;			/* own leaf, not opened */
+		if (!ll->copied[i])
 		{
-			ProbeScan  *ps = pg->ll->scans[i];
+			gunique_summary_copy(ll->scans[i]->summary, &ll->copies[i]);
+			ll->copied[i] = true;
+		}
+		probe_copy_prefetch(&ll->copies[i], key, &fkey);
+	}
+	for (int w = 0; w < nwanted && !OidIsValid(*conflict); w++)
+	{
+		int			i = ll->wanted[w];
+		ProbeScan  *ps = ll->scans[i];
 
-			walked++;
-			if (pg->ll->leaves[i].indexoid == pg->own_index)
-				continue;		/* own leaf is nbtree's to check */
-			if (probe_copy_needed(pg, ps, &pg->ll->copies[i], key, &fkey,
-								  counts))
+		if (ll->leaves[i].indexoid == pg->own_index)
+			continue;			/* own leaf is nbtree's to check */
+		if (probe_copy_needed(pg, ps, &ll->copies[i], key, &fkey, counts))
+		{
+			/*
+			 * Most leaves of a tag are ruled out by their summaries; only a
+			 * leaf to search needs its scan made ready.
+			 */
+			if (!ps->ready)
 			{
-				/*
-				 * Most leaves of a tag are ruled out by their summaries;
-				 * only a leaf to search needs its scan made ready.
-				 */
-				if (!ps->ready)
-				{
-					*unready = ps;
-					return LIGHT_UNREADY;
-				}
-				counts[GUNIQUE_STAT_LEAVES_PROBED]++;
-				*conflict = probe_leaf(ps, pg->topindex, pg->nkeys, values,
-									   isnull, NULL, finding);
+				*unready = ps;
+				return LIGHT_UNREADY;
 			}
+			counts[GUNIQUE_STAT_LEAVES_PROBED]++;
+			*conflict = probe_leaf(ps, pg->topindex, pg->nkeys, values,
+								   isnull, NULL, finding);
 		}
 	}
 	if (!OidIsValid(*conflict))
-		counts[GUNIQUE_STAT_LEAVES_FILTERED] += pg->ll->n - walked;
+		counts[GUNIQUE_STAT_LEAVES_FILTERED] += ll->n - nwanted;
 	return LIGHT_SEARCHED;
 }
 
@@ -765,13 +797,14 @@ probe_others(GuniqueProbe *probe, bool indexUnchanged, GuniqueKeyImage *key,
 		if (pg->light)
 		{
 			uint64		tags = 0;
+			uint64		subs = 0;
 			ProbeScanContext cxt;
 			LightOutcome outcome;
 
 			gunique_probescan_enter(pg->stmt, &cxt);
 			outcome = probe_light(pg, key, &finding, probe->values,
 								  probe->isnull, counts, &conflict, &tags,
-								  &unready);
+								  &subs, &unready);
 			gunique_probescan_leave(&cxt);
 			if (outcome == LIGHT_CLEAR)
 				return PROBE_CLEAR;
@@ -780,7 +813,7 @@ probe_others(GuniqueProbe *probe, bool indexUnchanged, GuniqueKeyImage *key,
 				LWLockRelease(probe->keylock);
 				memcpy(counts, saved, sizeof(saved));
 				if (outcome == LIGHT_OPEN)
-					gunique_probegroup_light_open(pg, tags);
+					gunique_probegroup_light_open(pg, tags, subs);
 				else if (outcome == LIGHT_UNREADY)
 					gunique_probescan_prepare(pg->stmt, unready);
 				else

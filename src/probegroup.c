@@ -246,6 +246,7 @@ leaf_tags_init(LeafTags *tags, int n)
 {
 	tags->present = 0;
 	tags->next = palloc(sizeof(int) * Max(n, 1));
+	tags->sub = palloc(sizeof(uint8) * Max(n, 1));
 	for (int t = 0; t < GUNIQUE_FILTER_TAGS; t++)
 		tags->first[t] = -1;
 }
@@ -257,11 +258,31 @@ leaf_tags_init(LeafTags *tags, int n)
 static void
 leaf_tags_add(LeafTags *tags, int i, Oid heapoid)
 {
-	int			tag = gunique_summary_leaf_tag(heapoid);
+	int			both = gunique_summary_leaf_tag(heapoid);
+	int			tag = GUNIQUE_FILTER_TAG_OF(both);
 
 	tags->next[i] = tags->first[tag];
 	tags->first[tag] = i;
+	tags->sub[i] = (uint8) GUNIQUE_FILTER_SUBTAG_OF(both);
 	tags->present |= UINT64CONST(1) << tag;
+}
+
+/*
+ * Of the subtags of the leaves listed under "tags", those the key may have
+ * in the group's filter "ref": a leaf of those tags can hold the key only
+ * if its subtag is one of them (LEAF_TAGS_WANTED).  Under a key lock.
+ */
+uint64
+gunique_leaftags_subtags(LeafTags *lt, uint64 ref, GuniqueFilterKey *fkey,
+						 uint64 tags)
+{
+	uint64		candidates = 0;
+
+	for (uint64 left = tags; left != 0; left &= left - 1)
+		for (int i = lt->first[pg_rightmost_one_pos64(left)]; i >= 0;
+			 i = lt->next[i])
+			candidates |= UINT64CONST(1) << lt->sub[i];
+	return gunique_filter_subtags(ref, fkey, candidates);
 }
 
 /*
@@ -327,6 +348,7 @@ group_light_leaves(ProbeStatement *stmt, Oid group, GuniqueLeaf *leaves,
 	ll->scans = palloc0(sizeof(ProbeScan *) * nleaves);
 	ll->copies = palloc(sizeof(GuniqueSummaryCopy) * nleaves);
 	ll->copied = palloc0(sizeof(bool) * nleaves);
+	ll->wanted = palloc(sizeof(int) * Max(nleaves, 1));
 	leaf_tags_init(&ll->tags, nleaves);
 	for (int i = nleaves - 1; i >= 0; i--)
 		leaf_tags_add(&ll->tags, i, leaves[i].heapoid);
@@ -349,18 +371,17 @@ group_light_shared(ProbeStatement *stmt, Oid group, uint64 generation)
 }
 
 /*
- * Lock and open the leaves of a light group that have one of "tags", for a
- * key the group's filter could not rule out (src/README, "Light probes"):
- * each index before its table, as the scope cache locks them.  Not under a
- * key lock.  Locking may process invalidations: the caller gets its group
- * again before it probes.
+ * Lock and open the leaves of a light group that have one of "tags" and
+ * one of "subs", for a key the group's filter could not rule out
+ * (src/README, "Light probes"): each index before its table, as the scope
+ * cache locks them.  Not under a key lock.  Locking may process
+ * invalidations: the caller gets its group again before it probes.
  */
 void
-gunique_probegroup_light_open(ProbeGroup *pg, uint64 tags)
+gunique_probegroup_light_open(ProbeGroup *pg, uint64 tags, uint64 subs)
 {
 	LightLeaves *ll = pg->ll;
 
-	tags &= ~ll->tags_open;
 	while (tags != 0)
 	{
 		int			tag = pg_rightmost_one_pos64(tags);
@@ -372,8 +393,10 @@ gunique_probegroup_light_open(ProbeGroup *pg, uint64 tags)
 			ProbeScanContext cxt;
 			ProbeScan  *ps;
 
-			if (ll->scans[i] != NULL)
-				continue;
+			if (ll->scans[i] != NULL ||
+				!LEAF_TAGS_WANTED(&ll->tags, i, subs) ||
+				leaf->indexoid == pg->own_index)
+				continue;		/* open, ruled out, or nbtree's to check */
 			LockRelationOid(leaf->indexoid, AccessShareLock);
 			LockRelationOid(leaf->heapoid, AccessShareLock);
 			gunique_probescan_enter(pg->stmt, &cxt);
@@ -384,7 +407,6 @@ gunique_probegroup_light_open(ProbeGroup *pg, uint64 tags)
 			gunique_summary_prepare(ps->summary, ps->heap, ps->index);
 			ll->scans[i] = ps;
 		}
-		ll->tags_open |= UINT64CONST(1) << tag;
 	}
 }
 

@@ -13,19 +13,25 @@
 
 #include "probescan.h"
 #include "scope.h"
+#include "filter.h"
 #include "summary.h"
 
 /*
- * A group's leaves listed by their tag in the group's filter (filter.c), so
- * that a key the filter cannot rule out is looked for only in the leaves
- * of the tags it may have.
+ * A group's leaves listed by their tag in the group's filter (filter.c),
+ * each with its subtag, so that a key the filter cannot rule out is looked
+ * for only in the leaves of the tags and subtags it may have
+ * (gunique_leaftags_subtags).
  */
 typedef struct LeafTags
 {
 	uint64		present;		/* bit t: some leaf has tag t */
 	int			first[GUNIQUE_FILTER_TAGS]; /* a leaf of tag t, or -1 */
 	int		   *next;			/* the next leaf of the same tag, or -1 */
+	uint8	   *sub;			/* each leaf's subtag */
 } LeafTags;
+
+/* Is leaf i, listed under a tag the key may have, one of subtags "subs"? */
+#define LEAF_TAGS_WANTED(lt, i, subs)	((((subs) >> (lt)->sub[i]) & 1) != 0)
 
 /*
  * Copies of the summaries of a group's leaves, side by side, taken under a
@@ -69,7 +75,7 @@ typedef struct LightLeaves
 	bool	   *copied;			/* copies[i] is one */
 	uint64		changes;
 	LeafTags	tags;			/* the leaves by tag */
-	uint64		tags_open;		/* bit t: every leaf of tag t is open */
+	int		   *wanted;			/* scratch: the leaves a key may be in */
 } LightLeaves;
 
 /*
@@ -123,7 +129,10 @@ extern ProbeGroup *gunique_probegroup_for(IndexInfo *indexInfo,
 extern ProbeGroup *gunique_probegroup_whole(IndexInfo *indexInfo,
 											Relation index, bool skip_self);
 extern void gunique_probegroup_cleanup(IndexInfo *indexInfo);
-extern void gunique_probegroup_light_open(ProbeGroup *pg, uint64 tags);
+extern void gunique_probegroup_light_open(ProbeGroup *pg, uint64 tags,
+										  uint64 subs);
+extern uint64 gunique_leaftags_subtags(LeafTags *lt, uint64 ref,
+									   GuniqueFilterKey *fkey, uint64 tags);
 extern GuniqueKeyMap *gunique_probegroup_keymap(IndexInfo *indexInfo,
 												Relation index);
 extern LeafSummaryCopies *gunique_probegroup_copies(ProbeGroup *pg);

@@ -620,14 +620,18 @@ gunique_summary_keys_estimate(Relation index)
 }
 
 /*
- * The tag of a leaf's keys in its group's filter (filter.c): by the leaf's
- * table, which stays the same when REINDEX CONCURRENTLY gives it another
- * index, so that both indexes tag the keys alike.
+ * The tag of a leaf's keys in its group's filter (filter.c), its tag and
+ * subtag from two parts of one hash: by the leaf's table, which stays the
+ * same when REINDEX CONCURRENTLY gives it another index, so that both
+ * indexes tag the keys alike.
  */
 int
 gunique_summary_leaf_tag(Oid heapoid)
 {
-	return (int) (murmurhash32((uint32) heapoid) % GUNIQUE_FILTER_TAGS);
+	uint32		h = murmurhash32((uint32) heapoid);
+
+	return GUNIQUE_FILTER_TAG_MAKE((int) (h % GUNIQUE_FILTER_TAGS),
+								   (int) ((h >> 16) % GUNIQUE_FILTER_TAGS));
 }
 
 static int

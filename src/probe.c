@@ -792,6 +792,8 @@ probe_others(GuniqueProbe *probe, bool indexUnchanged, GuniqueKeyImage *key,
 		if (probe_keeps_key(pg, own, probe->values, probe->isnull,
 							probe->heap_tid))
 			return PROBE_KEPT;
+		/* the cover reads own leaf's filter: load it while others are read */
+		gunique_summary_prefetch(pg->own_summary, key);
 		memcpy(saved, counts, sizeof(saved));
 		unready = NULL;
 		if (pg->light)

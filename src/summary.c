@@ -748,6 +748,27 @@ gunique_summary_cover(GuniqueSummary *summary, GuniqueSummary *group,
 }
 
 /*
+ * Start loading the key's block of a leaf's filter, which
+ * gunique_summary_cover reads, so that the wait for memory overlaps the
+ * probe's.  Under the key lock, as the cover: the filter cannot be freed
+ * meanwhile (src/README, invariant 6).
+ */
+void
+gunique_summary_prefetch(GuniqueSummary *summary, GuniqueKeyImage *key)
+{
+	uint64		ref;
+	GuniqueFilterKey fkey;
+
+	if (summary == NULL || !key->hashed)
+		return;
+	ref = pg_atomic_read_u64(&summary->filter);
+	if (ref == 0)
+		return;
+	gunique_filter_key(&fkey, key->hash);
+	gunique_filter_prefetch(ref, &fkey);
+}
+
+/*
  * How many keys a new filter should be made for: what the leaves seem to
  * hold, or what the filter it replaces holds, and a quarter more, so that
  * a growing leaf is read again only after it has grown by a quarter.

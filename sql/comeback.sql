@@ -2,8 +2,8 @@
 -- Keys that come back: a key inserted and rolled back, or deleted, stays in
 -- its group's filter, so the filter cannot rule it out.  In a group of 64
 -- partitions or more the filter tags each key by its partition, and only
--- the partitions of the key's tags are looked at (src/README, invariant 6):
--- every duplicate must still be found, wherever it is.
+-- the partitions of the key's tags and subtags are looked at (src/README,
+-- invariant 6): every duplicate must still be found, wherever it is.
 --
 SET client_min_messages = warning;
 CREATE EXTENSION IF NOT EXISTS gunique;

@@ -17,13 +17,14 @@
  * by the key and by the tag (0 to GUNIQUE_FILTER_TAGS - 1) of the leaf
  * that holds it, and has a subtag block, where the key sets as many bits
  * chosen by the key and by the leaf's subtag (another 0 to
- * GUNIQUE_FILTER_TAGS - 1).  A key the bloom part cannot rule out is then
- * checked against each tag in the next cache line, of the same aligned
- * pair and page, and against the subtags of the leaves of the tags it may
- * have in a third line; only the leaves whose tag and subtag it may have
- * are looked at (summary.c gives each leaf both).  With 512 leaves, about
- * 8 share a tag and 1 in 8 of them a subtag.  Every setter names them: a
- * tagged filter set without them stops ruling tags out.
+ * GUNIQUE_FILTER_TAGS - 1): the three blocks side by side.  A key the
+ * bloom part cannot rule out is then checked against each tag in the next
+ * cache line, and against the subtags of the leaves of the tags it may
+ * have in the third; only the leaves whose tag and subtag it may have are
+ * looked at (summary.c gives each leaf both).  With 512 leaves, about 8
+ * share a leaf's tag, and each of those shares its subtag 1 time in 64.
+ * Every setter names them: a tagged filter set without them stops ruling
+ * tags out.
  *
  * Filters live in a dynamic shared memory area (utils/dsa.h) that grows
  * as filters are made, up to gunique.filter_memory (by default a sixteenth
@@ -66,7 +67,7 @@
  */
 #define FILTER_SAMPLED(hash)	((((hash) >> 16) & 15) == 0)
 
-/* A page of blocks (or of pairs of blocks, in a tagged filter): 4 kB. */
+/* A page of blocks (or of 21 triples, in a tagged filter): 4 kB. */
 #define FILTER_PAGE_BYTES	4096
 #define FILTER_PAGE_BLOCKS	(FILTER_PAGE_BYTES / 64)
 
@@ -289,7 +290,8 @@ filter_paged(uint64 nblocks)
 /*
  * The key's bloom block.  In a tagged filter, blocks come in triples, bloom,
  * tag and subtag, side by side, so that a probe that reads all three meets
- * one page of memory.
+ * one page of memory (always in a paged filter; in a smaller one, but for
+ * one triple in 21 or so that straddles two).
  *
  * In a paged filter, the high half of the hash picks a page of blocks (64
  * blocks, or 21 triples: 4 kB, the last 64 bytes of a page of triples
@@ -352,8 +354,8 @@ filter_subtag_block(uint64 ref, uint64 hash)
 /*
  * Where a filter's header goes in memory allocated at "dp": the first
  * place, 64-byte aligned, after which the bits start 128-byte aligned, so
- * that blocks start on the pairs of cache lines that CPUs often fetch
- * together; a paged filter's bits start 4 kB aligned, so that its pages of
+ * that an untagged filter's blocks start on the pairs of cache lines that
+ * CPUs often fetch together; a paged filter's bits start 4 kB aligned, so that its pages of
  * blocks are the system's pages where the area's segments are
  * page-aligned.  The allocation has that alignment to spare
  * (filter_bytes).
@@ -574,6 +576,8 @@ filter_tags_in(pg_atomic_uint64 *block, uint64 hash, uint64 seed,
 	uint64		standing = candidates;
 	FilterTagBase base;
 
+	if (candidates == 0)
+		return 0;
 	for (int i = 0; i < FILTER_BLOCK_WORDS; i++)
 		words[i] = pg_atomic_read_u64(&block[i]);
 	filter_tag_base(hash, seed, &base);

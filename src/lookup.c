@@ -718,7 +718,7 @@ lookup_group_tags(LookupScanState *state, LookupTree *tree,
 	{
 		if (gunique_filter_excludes(ref, fkey))
 			tags = 0;
-		else
+		else if (gunique_filter_tagged(ref))
 		{
 			tags = gunique_filter_tags(ref, fkey, tags);
 			*subs = lookup_subtags(tree, ref, fkey, tags);

@@ -359,7 +359,7 @@ probe_group_tags(ProbeGroup *pg, LeafSummaryCopies *copies, uint64 groupref,
 	uint64		subs;
 
 	tags = gunique_filter_tags(groupref, fkey, copies->tags.present);
-	subs = gunique_leaftags_subtags(&copies->tags, groupref, fkey, tags);
+	subs = gunique_probegroup_subtags(&copies->tags, groupref, fkey, tags);
 	/* start loading every filter to be read, so the misses overlap */
 	for (uint64 left = tags; left != 0; left &= left - 1)
 		for (int i = copies->tags.first[pg_rightmost_one_pos64(left)]; i >= 0;
@@ -395,7 +395,7 @@ probe_group_tags(ProbeGroup *pg, LeafSummaryCopies *copies, uint64 groupref,
  * Past the group's filter: the leaves whose range may hold the key, found
  * in the statement's copies of their summaries (probegroup.c), then their
  * filters; or, if the group's filter tags keys by leaf, the leaves of the
- * key's tags.
+ * key's tags and subtags.
  */
 static Oid
 probe_group_copies(ProbeGroup *pg, GuniqueKeyImage *key,
@@ -499,21 +499,24 @@ typedef enum LightOutcome
 	LIGHT_OPEN,					/* open the leaves of these tags and subtags
 								 * first */
 	LIGHT_UNREADY,				/* make this leaf's scan ready first */
-	LIGHT_SEARCHED				/* the leaves of the key's tags were looked
-								 * at: see the conflict and the finding */
+	LIGHT_SEARCHED				/* the leaves of the key's tags and subtags
+								 * were looked at: see the conflict and the
+								 * finding */
 } LightOutcome;
 
 /*
  * The leaves of a light group listed under "tags" whose subtag is one of
- * "subs", into ll->wanted; how many.  Own leaf among them is not opened or
- * searched: it is nbtree's to check.
+ * "subs", own leaf left out (it is nbtree's to check), into ll->wanted;
+ * how many, and in *walked how many with own leaf.
  */
 static int
-light_wanted(ProbeGroup *pg, uint64 tags, uint64 subs, bool *all_open)
+light_wanted(ProbeGroup *pg, uint64 tags, uint64 subs, int *walked,
+			 bool *all_open)
 {
 	LightLeaves *ll = pg->ll;
 	int			n = 0;
 
+	*walked = 0;
 	*all_open = true;
 	for (uint64 left = tags; left != 0; left &= left - 1)
 		for (int i = ll->tags.first[pg_rightmost_one_pos64(left)]; i >= 0;
@@ -521,9 +524,11 @@ light_wanted(ProbeGroup *pg, uint64 tags, uint64 subs, bool *all_open)
 		{
 			if (!LEAF_TAGS_WANTED(&ll->tags, i, subs))
 				continue;
+			(*walked)++;
+			if (ll->leaves[i].indexoid == pg->own_index)
+				continue;
 			ll->wanted[n++] = i;
-			if (ll->scans[i] == NULL &&
-				ll->leaves[i].indexoid != pg->own_index)
+			if (ll->scans[i] == NULL)
 				*all_open = false;
 		}
 	return n;
@@ -548,6 +553,7 @@ probe_light(ProbeGroup *pg, GuniqueKeyImage *key, ProbeFinding *finding,
 	uint64		ref;
 	uint64		changes;
 	int			nwanted;
+	int			walked;
 	bool		all_open;
 
 	memset(finding, 0, sizeof(ProbeFinding));
@@ -564,8 +570,8 @@ probe_light(ProbeGroup *pg, GuniqueKeyImage *key, ProbeFinding *finding,
 	if (ll == NULL || !gunique_filter_tagged(ref))
 		return LIGHT_WHOLE;
 	*tags = gunique_filter_tags(ref, &fkey, ll->tags.present);
-	*subs = gunique_leaftags_subtags(&ll->tags, ref, &fkey, *tags);
-	nwanted = light_wanted(pg, *tags, *subs, &all_open);
+	*subs = gunique_probegroup_subtags(&ll->tags, ref, &fkey, *tags);
+	nwanted = light_wanted(pg, *tags, *subs, &walked, &all_open);
 	if (!all_open)
 		return LIGHT_OPEN;
 	counts[GUNIQUE_STAT_PROBES]++;
@@ -586,16 +592,13 @@ probe_light(ProbeGroup *pg, GuniqueKeyImage *key, ProbeFinding *finding,
 	{
 		int			i = ll->wanted[w];
 
-		if (!ll->copied[i] && ll->scans[i] != NULL &&
-			ll->scans[i]->summary != NULL)
+		if (!ll->copied[i] && ll->scans[i]->summary != NULL)
 			gunique_prefetch(ll->scans[i]->summary);
 	}
 	for (int w = 0; w < nwanted; w++)
 	{
 		int			i = ll->wanted[w];
 
-		if (ll->scans[i] == NULL)
-			continue;			/* own leaf, not opened */
 		if (!ll->copied[i])
 		{
 			gunique_summary_copy(ll->scans[i]->summary, &ll->copies[i]);
@@ -608,8 +611,6 @@ probe_light(ProbeGroup *pg, GuniqueKeyImage *key, ProbeFinding *finding,
 		int			i = ll->wanted[w];
 		ProbeScan  *ps = ll->scans[i];
 
-		if (ll->leaves[i].indexoid == pg->own_index)
-			continue;			/* own leaf is nbtree's to check */
 		if (probe_copy_needed(pg, ps, &ll->copies[i], key, &fkey, counts))
 		{
 			/*
@@ -627,7 +628,7 @@ probe_light(ProbeGroup *pg, GuniqueKeyImage *key, ProbeFinding *finding,
 		}
 	}
 	if (!OidIsValid(*conflict))
-		counts[GUNIQUE_STAT_LEAVES_FILTERED] += ll->n - nwanted;
+		counts[GUNIQUE_STAT_LEAVES_FILTERED] += ll->n - walked;
 	return LIGHT_SEARCHED;
 }
 

@@ -273,8 +273,8 @@ leaf_tags_add(LeafTags *tags, int i, Oid heapoid)
  * if its subtag is one of them (LEAF_TAGS_WANTED).  Under a key lock.
  */
 uint64
-gunique_leaftags_subtags(LeafTags *lt, uint64 ref, GuniqueFilterKey *fkey,
-						 uint64 tags)
+gunique_probegroup_subtags(LeafTags *lt, uint64 ref, GuniqueFilterKey *fkey,
+						   uint64 tags)
 {
 	uint64		candidates = 0;
 

@@ -11,16 +11,16 @@
 #include "nodes/execnodes.h"
 #include "utils/timestamp.h"
 
+#include "filter.h"
 #include "probescan.h"
 #include "scope.h"
-#include "filter.h"
 #include "summary.h"
 
 /*
  * A group's leaves listed by their tag in the group's filter (filter.c),
  * each with its subtag, so that a key the filter cannot rule out is looked
  * for only in the leaves of the tags and subtags it may have
- * (gunique_leaftags_subtags).
+ * (gunique_probegroup_subtags).
  */
 typedef struct LeafTags
 {
@@ -57,7 +57,8 @@ typedef struct LeafSummaryCopies
 /*
  * A light group of GUNIQUE_GROUP_TAG_MIN_LEAVES leaves or more: its leaves
  * by their tag in the group's filter, each locked and opened only when a
- * key may have its tag (gunique_probegroup_light_open).  Made once per
+ * key may have its tag and subtag, and never the inserter's own leaf,
+ * which nbtree checks (gunique_probegroup_light_open).  Made once per
  * statement and group, and shared by the statement's light groups of every
  * leaf of the group: a statement that inserts into all n leaves would
  * otherwise list n * n.
@@ -131,8 +132,8 @@ extern ProbeGroup *gunique_probegroup_whole(IndexInfo *indexInfo,
 extern void gunique_probegroup_cleanup(IndexInfo *indexInfo);
 extern void gunique_probegroup_light_open(ProbeGroup *pg, uint64 tags,
 										  uint64 subs);
-extern uint64 gunique_leaftags_subtags(LeafTags *lt, uint64 ref,
-									   GuniqueFilterKey *fkey, uint64 tags);
+extern uint64 gunique_probegroup_subtags(LeafTags *lt, uint64 ref,
+										 GuniqueFilterKey *fkey, uint64 tags);
 extern GuniqueKeyMap *gunique_probegroup_keymap(IndexInfo *indexInfo,
 												Relation index);
 extern LeafSummaryCopies *gunique_probegroup_copies(ProbeGroup *pg);

@@ -145,10 +145,12 @@
 #
 #   GUNIQUE_STATEFUL_SEED=n       the seed (default: 2)
 #   GUNIQUE_STATEFUL_STEPS=n      steps per table (default: 300, a CI run of
-#                                 about a minute)
-#   GUNIQUE_STATEFUL_ROUNDS=n     tables made (default: 2), in turn of
+#                                 about two minutes)
+#   GUNIQUE_STATEFUL_ROUNDS=n     tables made (default: 3), in turn of
 #   GUNIQUE_STATEFUL_PARTITIONS=  each of these numbers of partitions
-#     n,n...                      (default: 4,40)
+#     n,n...                      (default: 4,40,80: 80 for a group filter
+#                                 that tags keys by partition, src/README
+#                                 invariant 6)
 #   GUNIQUE_STATEFUL_CHECK_EVERY=n  steps between checks (default: 10)
 #   GUNIQUE_STATEFUL_LOOKUPS=0    no lookups: a seed makes the steps it made
 #                                 before lookups were added (default: 1)
@@ -202,10 +204,10 @@ use List::Util qw(min max);
 
 my $seed = $ENV{GUNIQUE_STATEFUL_SEED} // 2;
 my $steps = $ENV{GUNIQUE_STATEFUL_STEPS} // 300;
-my $rounds = $ENV{GUNIQUE_STATEFUL_ROUNDS} // 2;
+my $rounds = $ENV{GUNIQUE_STATEFUL_ROUNDS} // 3;
 my $check_every = $ENV{GUNIQUE_STATEFUL_CHECK_EVERY} // 10;
 my $lookups = $ENV{GUNIQUE_STATEFUL_LOOKUPS} // 1;
-my @sizes = split /,/, ($ENV{GUNIQUE_STATEFUL_PARTITIONS} // '4,40');
+my @sizes = split /,/, ($ENV{GUNIQUE_STATEFUL_PARTITIONS} // '4,40,80');
 my $nsess = 3;
 my $bulk_base = 100_000;       # keys of bulk inserts start here
 my $load_base = 1_000_000_000;    # keys of the pgbench load start here

@@ -15,6 +15,7 @@ OBJS = \
 	src/keylock.o \
 	src/keymap.o \
 	src/leafcheck.o \
+	src/leaftags.o \
 	src/lookup.o \
 	src/lookupplan.o \
 	src/merge.o \

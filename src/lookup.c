@@ -66,6 +66,7 @@
 #include "filter.h"
 #include "keylock.h"
 #include "keymap.h"
+#include "leaftags.h"
 #include "lookup.h"
 #include "rebuilds.h"
 #include "scope.h"
@@ -76,8 +77,6 @@ typedef struct LookupPart
 {
 	Oid			heapoid;
 	Oid			indexoid;		/* its leaf of the gunique tree */
-	int			next;			/* the next part of the same tag, or -1 */
-	uint8		sub;			/* its subtag in the group's filter */
 } LookupPart;
 
 /*
@@ -112,8 +111,8 @@ typedef struct LookupTree
 								 * InvalidOid if they differ */
 	int			group_leaves;	/* the group's leaves, in the whole tree */
 	GuniqueSummary *group_summary;	/* the group's, with its filter, or NULL */
-	uint64		tags_present;
-	int			first[GUNIQUE_FILTER_TAGS];
+	LeafTags	tags;			/* the parts by tag and subtag */
+	int		   *wanted;			/* scratch: the parts a key may be in */
 	GuniqueKeyMap map;
 	Oid			opcintype[INDEX_MAX_KEYS];
 	Oid			collation[INDEX_MAX_KEYS];
@@ -270,6 +269,7 @@ lookup_tree_parts(LookupTree *tree, GuniqueScope *scope, List *leaves,
 	int			nsorted = 0;
 	ListCell   *lc;
 	int			i = 0;
+	MemoryContext oldcxt;
 
 	for (int j = 0; j < scope->nleaves; j++)
 		if (!scope->leaves[j].sibling)
@@ -280,14 +280,15 @@ lookup_tree_parts(LookupTree *tree, GuniqueScope *scope, List *leaves,
 	tree->nparts = list_length(leaves);
 	tree->parts = MemoryContextAlloc(tree->cxt,
 									 sizeof(LookupPart) * Max(tree->nparts, 1));
-	tree->tags_present = 0;
-	for (int t = 0; t < GUNIQUE_FILTER_TAGS; t++)
-		tree->first[t] = -1;
+	tree->wanted = MemoryContextAlloc(tree->cxt,
+									  sizeof(int) * Max(tree->nparts, 1));
+	oldcxt = MemoryContextSwitchTo(tree->cxt);
+	gunique_leaftags_init(&tree->tags, tree->nparts);
+	MemoryContextSwitchTo(oldcxt);
 	foreach(lc, leaves)
 	{
 		GuniqueLeaf probe;
 		GuniqueLeaf *leaf;
-		int			tag;
 
 		probe.heapoid = lfirst_oid(lc);
 		leaf = bsearch(&probe, sorted, nsorted, sizeof(GuniqueLeaf),
@@ -304,12 +305,7 @@ lookup_tree_parts(LookupTree *tree, GuniqueScope *scope, List *leaves,
 		tree->parts[i].indexoid = leaf->indexoid;
 		if (i == 0 || leaf->group != tree->group)
 			tree->group = i == 0 ? leaf->group : InvalidOid;
-		tag = gunique_summary_leaf_tag(leaf->heapoid);
-		tree->parts[i].sub = (uint8) GUNIQUE_FILTER_SUBTAG_OF(tag);
-		tag = GUNIQUE_FILTER_TAG_OF(tag);
-		tree->parts[i].next = tree->first[tag];
-		tree->first[tag] = i;
-		tree->tags_present |= UINT64CONST(1) << tag;
+		gunique_leaftags_add(&tree->tags, i, leaf->heapoid);
 		i++;
 	}
 	tree->group_leaves = 0;
@@ -676,23 +672,6 @@ lookup_ask_filter(LookupScanState *state, LookupTree *tree)
 }
 
 /*
- * The subtags of the parts listed under "tags" that the key may have in
- * the group's filter "ref".
- */
-static uint64
-lookup_subtags(LookupTree *tree, uint64 ref, GuniqueFilterKey *fkey,
-			   uint64 tags)
-{
-	uint64		candidates = 0;
-
-	for (uint64 left = tags & tree->tags_present; left != 0; left &= left - 1)
-		for (int i = tree->first[pg_rightmost_one_pos64(left)]; i >= 0;
-			 i = tree->parts[i].next)
-			candidates |= UINT64CONST(1) << tree->parts[i].sub;
-	return gunique_filter_subtags(ref, fkey, candidates);
-}
-
-/*
  * Which parts can hold the key, as far as the group's filter tells: a
  * bit per tag, and in *subs a bit per subtag.  Read under a key lock, which
  * keeps the filter from being freed (src/README, invariant 6); any key
@@ -706,7 +685,7 @@ lookup_group_tags(LookupScanState *state, LookupTree *tree,
 	GuniqueSummary *group = tree->group_summary;
 	LWLock	   *lock;
 	uint64		ref;
-	uint64		tags = tree->tags_present;
+	uint64		tags = tree->tags.present;
 
 	if (group == NULL)
 		return tags;
@@ -719,10 +698,7 @@ lookup_group_tags(LookupScanState *state, LookupTree *tree,
 		if (gunique_filter_excludes(ref, fkey))
 			tags = 0;
 		else if (gunique_filter_tagged(ref))
-		{
-			tags = gunique_filter_tags(ref, fkey, tags);
-			*subs = lookup_subtags(tree, ref, fkey, tags);
-		}
+			tags = gunique_leaftags_match(&tree->tags, ref, fkey, subs);
 	}
 	LWLockRelease(lock);
 	if (ref == 0 && gunique_summary_filter_missing(group))
@@ -776,12 +752,9 @@ lookup_candidates(LookupTree *tree, uint64 tags, uint64 subs, int *n)
 {
 	LookupPart *parts = palloc(sizeof(LookupPart) * Max(tree->nparts, 1));
 
-	*n = 0;
-	for (uint64 left = tags & tree->tags_present; left != 0; left &= left - 1)
-		for (int i = tree->first[pg_rightmost_one_pos64(left)]; i >= 0;
-			 i = tree->parts[i].next)
-			if ((subs >> tree->parts[i].sub) & 1)
-				parts[(*n)++] = tree->parts[i];
+	*n = gunique_leaftags_list(&tree->tags, tags, subs, tree->wanted);
+	for (int c = 0; c < *n; c++)
+		parts[c] = tree->parts[tree->wanted[c]];
 	return parts;
 }
 

@@ -357,34 +357,24 @@ probe_group_tags(ProbeGroup *pg, LeafSummaryCopies *copies, uint64 groupref,
 	int			walked = 0;
 	uint64		tags;
 	uint64		subs;
+	int			n;
 
-	tags = gunique_filter_tags(groupref, fkey, copies->tags.present);
-	subs = gunique_probegroup_subtags(&copies->tags, groupref, fkey, tags);
+	tags = gunique_leaftags_match(&copies->tags, groupref, fkey, &subs);
+	n = gunique_leaftags_list(&copies->tags, tags, subs, copies->wanted);
 	/* start loading every filter to be read, so the misses overlap */
-	for (uint64 left = tags; left != 0; left &= left - 1)
-		for (int i = copies->tags.first[pg_rightmost_one_pos64(left)]; i >= 0;
-			 i = copies->tags.next[i])
-			if (LEAF_TAGS_WANTED(&copies->tags, i, subs))
-				probe_copy_prefetch(&copies->leaves[i], key, fkey);
-	while (tags != 0 && !OidIsValid(conflict) && *unready == NULL)
+	for (int w = 0; w < n; w++)
+		probe_copy_prefetch(&copies->leaves[copies->wanted[w]], key, fkey);
+	for (int w = 0; w < n && !OidIsValid(conflict) && *unready == NULL; w++)
 	{
-		int			tag = pg_rightmost_one_pos64(tags);
+		int			i = copies->wanted[w];
 
-		tags &= tags - 1;
-		for (int i = copies->tags.first[tag];
-			 i >= 0 && !OidIsValid(conflict) && *unready == NULL;
-			 i = copies->tags.next[i])
-		{
-			if (!LEAF_TAGS_WANTED(&copies->tags, i, subs))
-				continue;
-			walked++;
-			if (i == pg->self)
-				continue;		/* own leaf is nbtree's to check */
-			if (probe_copy_needed(pg, pg->targets[i], &copies->leaves[i], key,
-								  fkey, counts))
-				conflict = probe_target(pg, i, finding, values, isnull,
-										counts, unready);
-		}
+		walked++;
+		if (i == pg->self)
+			continue;			/* own leaf is nbtree's to check */
+		if (probe_copy_needed(pg, pg->targets[i], &copies->leaves[i], key,
+							  fkey, counts))
+			conflict = probe_target(pg, i, finding, values, isnull, counts,
+									unready);
 	}
 	if (!OidIsValid(conflict) && *unready == NULL)
 		counts[GUNIQUE_STAT_LEAVES_FILTERED] += pg->ntargets - walked;
@@ -516,21 +506,18 @@ light_wanted(ProbeGroup *pg, uint64 tags, uint64 subs, int *walked,
 	LightLeaves *ll = pg->ll;
 	int			n = 0;
 
-	*walked = 0;
+	*walked = gunique_leaftags_list(&ll->tags, tags, subs, ll->wanted);
 	*all_open = true;
-	for (uint64 left = tags; left != 0; left &= left - 1)
-		for (int i = ll->tags.first[pg_rightmost_one_pos64(left)]; i >= 0;
-			 i = ll->tags.next[i])
-		{
-			if (!LEAF_TAGS_WANTED(&ll->tags, i, subs))
-				continue;
-			(*walked)++;
-			if (ll->leaves[i].indexoid == pg->own_index)
-				continue;
-			ll->wanted[n++] = i;
-			if (ll->scans[i] == NULL)
-				*all_open = false;
-		}
+	for (int w = 0; w < *walked; w++)
+	{
+		int			i = ll->wanted[w];
+
+		if (ll->leaves[i].indexoid == pg->own_index)
+			continue;
+		ll->wanted[n++] = i;
+		if (ll->scans[i] == NULL)
+			*all_open = false;
+	}
 	return n;
 }
 
@@ -569,8 +556,7 @@ probe_light(ProbeGroup *pg, GuniqueKeyImage *key, ProbeFinding *finding,
 	ref = gunique_summary_filter(pg->group_summary);
 	if (ll == NULL || !gunique_filter_tagged(ref))
 		return LIGHT_WHOLE;
-	*tags = gunique_filter_tags(ref, &fkey, ll->tags.present);
-	*subs = gunique_probegroup_subtags(&ll->tags, ref, &fkey, *tags);
+	*tags = gunique_leaftags_match(&ll->tags, ref, &fkey, subs);
 	nwanted = light_wanted(pg, *tags, *subs, &walked, &all_open);
 	if (!all_open)
 		return LIGHT_OPEN;

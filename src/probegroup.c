@@ -240,51 +240,6 @@ group_init(ProbeGroup *pg, ProbeStatement *stmt, bool skip_self,
 	group_set_key(pg, scope);
 }
 
-/* An empty list of n leaves by tag; leaf_tags_add fills it. */
-static void
-leaf_tags_init(LeafTags *tags, int n)
-{
-	tags->present = 0;
-	tags->next = palloc(sizeof(int) * Max(n, 1));
-	tags->sub = palloc(sizeof(uint8) * Max(n, 1));
-	for (int t = 0; t < GUNIQUE_FILTER_TAGS; t++)
-		tags->first[t] = -1;
-}
-
-/*
- * List leaf i, of table "heapoid", under its tag; leaves added from the
- * last to the first are listed in their order.
- */
-static void
-leaf_tags_add(LeafTags *tags, int i, Oid heapoid)
-{
-	int			both = gunique_summary_leaf_tag(heapoid);
-	int			tag = GUNIQUE_FILTER_TAG_OF(both);
-
-	tags->next[i] = tags->first[tag];
-	tags->first[tag] = i;
-	tags->sub[i] = (uint8) GUNIQUE_FILTER_SUBTAG_OF(both);
-	tags->present |= UINT64CONST(1) << tag;
-}
-
-/*
- * Of the subtags of the leaves listed under "tags", those the key may have
- * in the group's filter "ref": a leaf of those tags can hold the key only
- * if its subtag is one of them (LEAF_TAGS_WANTED).  Under a key lock.
- */
-uint64
-gunique_probegroup_subtags(LeafTags *lt, uint64 ref, GuniqueFilterKey *fkey,
-						   uint64 tags)
-{
-	uint64		candidates = 0;
-
-	for (uint64 left = tags; left != 0; left &= left - 1)
-		for (int i = lt->first[pg_rightmost_one_pos64(left)]; i >= 0;
-			 i = lt->next[i])
-			candidates |= UINT64CONST(1) << lt->sub[i];
-	return gunique_filter_subtags(ref, fkey, candidates);
-}
-
 /*
  * The copies of the leaves' summaries, for a group that uses its filter,
  * with the leaves listed by tag.
@@ -297,11 +252,13 @@ group_copies_make(ProbeScan **targets, int n)
 	copies->leaves = palloc(sizeof(GuniqueSummaryCopy) * Max(n, 1));
 	copies->order = palloc(sizeof(int) * Max(n, 1));
 	copies->reach = palloc(sizeof(uint64) * Max(n, 1));
-	leaf_tags_init(&copies->tags, n);
+	copies->wanted = palloc(sizeof(int) * Max(n, 1));
+	gunique_leaftags_init(&copies->tags, n);
 	for (int i = n - 1; i >= 0; i--)
 	{
 		copies->order[i] = i;
-		leaf_tags_add(&copies->tags, i, RelationGetRelid(targets[i]->heap));
+		gunique_leaftags_add(&copies->tags, i,
+							 RelationGetRelid(targets[i]->heap));
 	}
 	return copies;
 }
@@ -349,9 +306,9 @@ group_light_leaves(ProbeStatement *stmt, Oid group, GuniqueLeaf *leaves,
 	ll->copies = palloc(sizeof(GuniqueSummaryCopy) * nleaves);
 	ll->copied = palloc0(sizeof(bool) * nleaves);
 	ll->wanted = palloc(sizeof(int) * Max(nleaves, 1));
-	leaf_tags_init(&ll->tags, nleaves);
+	gunique_leaftags_init(&ll->tags, nleaves);
 	for (int i = nleaves - 1; i >= 0; i--)
-		leaf_tags_add(&ll->tags, i, leaves[i].heapoid);
+		gunique_leaftags_add(&ll->tags, i, leaves[i].heapoid);
 	owner->ll = ll;
 	return ll;
 }
@@ -381,32 +338,25 @@ void
 gunique_probegroup_light_open(ProbeGroup *pg, uint64 tags, uint64 subs)
 {
 	LightLeaves *ll = pg->ll;
+	int			n = gunique_leaftags_list(&ll->tags, tags, subs, ll->wanted);
 
-	while (tags != 0)
+	for (int w = 0; w < n; w++)
 	{
-		int			tag = pg_rightmost_one_pos64(tags);
+		int			i = ll->wanted[w];
+		GuniqueLeaf *leaf = &ll->leaves[i];
+		ProbeScanContext cxt;
+		ProbeScan  *ps;
 
-		tags &= tags - 1;
-		for (int i = ll->tags.first[tag]; i >= 0; i = ll->tags.next[i])
-		{
-			GuniqueLeaf *leaf = &ll->leaves[i];
-			ProbeScanContext cxt;
-			ProbeScan  *ps;
-
-			if (ll->scans[i] != NULL ||
-				!LEAF_TAGS_WANTED(&ll->tags, i, subs) ||
-				leaf->indexoid == pg->own_index)
-				continue;		/* open, ruled out, or nbtree's to check */
-			LockRelationOid(leaf->indexoid, AccessShareLock);
-			LockRelationOid(leaf->heapoid, AccessShareLock);
-			gunique_probescan_enter(pg->stmt, &cxt);
-			ps = gunique_probescan_get(pg->stmt, leaf->heapoid,
-									   leaf->indexoid);
-			gunique_probescan_leave(&cxt);
-			/* made ready only if its summary lets the key in: see probe.c */
-			gunique_summary_prepare(ps->summary, ps->heap, ps->index);
-			ll->scans[i] = ps;
-		}
+		if (ll->scans[i] != NULL || leaf->indexoid == pg->own_index)
+			continue;			/* open, or nbtree's to check */
+		LockRelationOid(leaf->indexoid, AccessShareLock);
+		LockRelationOid(leaf->heapoid, AccessShareLock);
+		gunique_probescan_enter(pg->stmt, &cxt);
+		ps = gunique_probescan_get(pg->stmt, leaf->heapoid, leaf->indexoid);
+		gunique_probescan_leave(&cxt);
+		/* made ready only if its summary lets the key in: see probe.c */
+		gunique_summary_prepare(ps->summary, ps->heap, ps->index);
+		ll->scans[i] = ps;
 	}
 }
 

@@ -12,26 +12,10 @@
 #include "utils/timestamp.h"
 
 #include "filter.h"
+#include "leaftags.h"
 #include "probescan.h"
 #include "scope.h"
 #include "summary.h"
-
-/*
- * A group's leaves listed by their tag in the group's filter (filter.c),
- * each with its subtag, so that a key the filter cannot rule out is looked
- * for only in the leaves of the tags and subtags it may have
- * (gunique_probegroup_subtags).
- */
-typedef struct LeafTags
-{
-	uint64		present;		/* bit t: some leaf has tag t */
-	int			first[GUNIQUE_FILTER_TAGS]; /* a leaf of tag t, or -1 */
-	int		   *next;			/* the next leaf of the same tag, or -1 */
-	uint8	   *sub;			/* each leaf's subtag */
-} LeafTags;
-
-/* Is leaf i, listed under a tag the key may have, one of subtags "subs"? */
-#define LEAF_TAGS_WANTED(lt, i, subs)	((((subs) >> (lt)->sub[i]) & 1) != 0)
 
 /*
  * Copies of the summaries of a group's leaves, side by side, taken under a
@@ -52,6 +36,7 @@ typedef struct LeafSummaryCopies
 	uint64	   *reach;			/* reach[j]: the highest high end of the
 								 * ranges of order[0 .. j] */
 	LeafTags	tags;			/* the targets by tag */
+	int		   *wanted;			/* scratch: the targets a key may be in */
 } LeafSummaryCopies;
 
 /*
@@ -132,8 +117,6 @@ extern ProbeGroup *gunique_probegroup_whole(IndexInfo *indexInfo,
 extern void gunique_probegroup_cleanup(IndexInfo *indexInfo);
 extern void gunique_probegroup_light_open(ProbeGroup *pg, uint64 tags,
 										  uint64 subs);
-extern uint64 gunique_probegroup_subtags(LeafTags *lt, uint64 ref,
-										 GuniqueFilterKey *fkey, uint64 tags);
 extern GuniqueKeyMap *gunique_probegroup_keymap(IndexInfo *indexInfo,
 												Relation index);
 extern LeafSummaryCopies *gunique_probegroup_copies(ProbeGroup *pg);

@@ -725,6 +725,8 @@ sub settle
 {
 	my ($d, $may_wait) = @_;
 	my $deadline = time + 120;
+	# seen to end, and judged once the statements it blocked are
+	return if $d->{pending} && $d->{pending}{ending};
 	while ($d->{pending})
 	{
 		my ($st, $out, $rows) = sess_poll($d->{s});
@@ -804,14 +806,19 @@ sub fail_on_internal
 sub finish_action
 {
 	my ($d, $st, $out, $rows) = @_;
-	my $a = delete $d->{pending};
+	my $a = $d->{pending};
 	# A statement it waited for (queued ahead of it for a lock, say: a
 	# TRUNCATE waiting for the pgbench load) ended before it, though it
-	# may not have been seen to: judge that one first.
+	# may not have been seen to: judge that one first.  This one stays
+	# pending meanwhile, its end not yet recorded: a statement it blocked
+	# may have ended because this one's transaction did (a deadlock
+	# victim), and must be judged so.
+	$a->{ending} = 1;
 	for my $o (grep { $_->{pending} && $a->{blockers}{ $_->{s}{pid} } } @sess)
 	{
 		settle($o, 1) if $o->{pending};
 	}
+	delete $d->{pending};
 	my $t = $d->{tx};
 	trace("$d->{s}{name}: -> $st" . ($st ne '00000' ? ' ' . short_err($d->{s}{lasterr}) : ''));
 	fail_on_internal($d, $a, $st);

@@ -54,7 +54,6 @@
 
 #include "compat.h"
 #include "filter.h"
-#include "port/pg_bitutils.h"
 #include "keymap.h"
 
 #define FILTER_BLOCK_WORDS	GUNIQUE_FILTER_BLOCK_WORDS	/* a key's bits */
@@ -394,20 +393,22 @@ filter_bytes(uint64 nblocks, bool tagged)
 }
 
 /*
- * The bits a key and a tag set in the key's tag block: GUNIQUE_FILTER_TAG_BITS
- * positions of the block's 512, by double hashing: the i-th is a_i + tag *
- * b_i (mod 512), with a_i and b_i (odd) from the key's hash, so that a probe
- * works out every tag's positions with additions, and two tags of one key
- * never share a position.  A subtag sets its bits in the subtag block the
- * same way, from other bits of the key's hash ("seed").
+ * The bits a key and a tag set in the key's tag block: one in each of
+ * GUNIQUE_FILTER_TAG_BITS words of the block's eight, chosen by the key's
+ * hash, where tag t sets bit (t + r) mod 64, with a rotation r chosen by the
+ * key's hash for each of them.  Two tags of one key never share a bit in a
+ * word, and a probe reads which of all 64 tags the key may have with one
+ * rotation and one AND per word (filter_tags_in).  A subtag sets its bits
+ * in the subtag block the same way, from other bits of the key's hash
+ * ("seed").
  */
 #define FILTER_TAG_SEED		UINT64CONST(0xc2b2ae3d27d4eb4f)
 #define FILTER_SUBTAG_SEED	UINT64CONST(0x165667b19e3779f9)
 
 typedef struct FilterTagBase
 {
-	int			a[GUNIQUE_FILTER_TAG_BITS];
-	int			b[GUNIQUE_FILTER_TAG_BITS];
+	int			word[GUNIQUE_FILTER_TAG_BITS];
+	int			rot[GUNIQUE_FILTER_TAG_BITS];
 } FilterTagBase;
 
 static inline void
@@ -417,9 +418,16 @@ filter_tag_base(uint64 hash, uint64 seed, FilterTagBase *base)
 
 	for (int i = 0; i < GUNIQUE_FILTER_TAG_BITS; i++)
 	{
-		base->a[i] = (int) ((h >> (9 * i)) & 511);
-		base->b[i] = (int) ((h >> (36 + 7 * i)) & 127) * 2 + 1;
+		base->word[i] = (int) ((h >> (9 * i)) & 7);
+		base->rot[i] = (int) ((h >> (9 * i + 3)) & 63);
 	}
+}
+
+/* "word" rotated right by "n" (0 to 63) bits. */
+static inline uint64
+filter_rotate_right(uint64 word, int n)
+{
+	return (word >> n) | (word << ((64 - n) & 63));
 }
 
 /* Set the bits of one tag (or subtag) "t" in "block". */
@@ -432,9 +440,8 @@ filter_set_tag_bits(pg_atomic_uint64 *block, uint64 hash, uint64 seed, int t,
 	filter_tag_base(hash, seed, &base);
 	for (int i = 0; i < GUNIQUE_FILTER_TAG_BITS; i++)
 	{
-		int			pos = (base.a[i] + t * base.b[i]) & 511;
-		pg_atomic_uint64 *word = &block[pos >> 6];
-		uint64		bit = UINT64CONST(1) << (pos & 63);
+		pg_atomic_uint64 *word = &block[base.word[i]];
+		uint64		bit = UINT64CONST(1) << ((t + base.rot[i]) & 63);
 
 		if (alone)
 			*(uint64 *) word |= bit;
@@ -560,39 +567,25 @@ gunique_filter_excludes(uint64 ref, GuniqueFilterKey *fkey)
 
 /*
  * Of the tags (or subtags) in "candidates", bit t for t, those whose bits
- * are all set in "block".
- *
- * They are tested bit by bit, each bit over the tags still standing, and
- * without a branch on what the bit says: the first bit rules out most
- * tags, and a branch per tag, taken as the filter's bits fall, would be
- * mispredicted about as often as not (a key that comes back, at hundreds
- * of partitions, spent more time here than in reading its filters).
+ * are all set in "block": each of the key's words, rotated back by its
+ * rotation, has bit t where tag t's bit in it is set.  No branch on the
+ * filter's bits and no loop over tags: a key that comes back, at hundreds
+ * of partitions, once spent more time testing tag after tag than in
+ * reading its filters.
  */
 static uint64
 filter_tags_in(pg_atomic_uint64 *block, uint64 hash, uint64 seed,
 			   uint64 candidates)
 {
-	uint64		words[FILTER_BLOCK_WORDS];
 	uint64		standing = candidates;
 	FilterTagBase base;
 
-	if (candidates == 0)
-		return 0;
-	for (int i = 0; i < FILTER_BLOCK_WORDS; i++)
-		words[i] = pg_atomic_read_u64(&block[i]);
 	filter_tag_base(hash, seed, &base);
-	for (int i = 0; i < GUNIQUE_FILTER_TAG_BITS && standing != 0; i++)
+	for (int i = 0; i < GUNIQUE_FILTER_TAG_BITS; i++)
 	{
-		uint64		set = 0;
+		uint64		word = pg_atomic_read_u64(&block[base.word[i]]);
 
-		for (uint64 left = standing; left != 0; left &= left - 1)
-		{
-			int			t = pg_rightmost_one_pos64(left);
-			int			pos = (base.a[i] + t * base.b[i]) & 511;
-
-			set |= ((words[pos >> 6] >> (pos & 63)) & 1) << t;
-		}
-		standing = set;
+		standing &= filter_rotate_right(word, base.rot[i]);
 	}
 	return standing;
 }
@@ -607,8 +600,6 @@ gunique_filter_tags(uint64 ref, GuniqueFilterKey *fkey, uint64 candidates)
 {
 	if (!gunique_filter_tagged(ref) || !gunique_key_filters)
 		return candidates;
-	/* the subtags are read next (gunique_filter_subtags) */
-	gunique_prefetch(filter_subtag_block(ref, fkey->hash));
 	return filter_tags_in(filter_tag_block(ref, fkey->hash), fkey->hash,
 						  FILTER_TAG_SEED, candidates);
 }
@@ -638,13 +629,24 @@ gunique_filter_tagged(uint64 ref)
 /*
  * Start loading the key's block of filter "ref" into the CPU's cache, a
  * few leaves before it is checked, so that the checks of many leaves wait
- * for memory together rather than one after another.
+ * for memory together rather than one after another; in a tagged filter,
+ * its tag and subtag blocks too, which a key the bloom block cannot rule
+ * out reads next.
  */
 void
 gunique_filter_prefetch(uint64 ref, GuniqueFilterKey *fkey)
 {
-	if (ref != 0)
-		gunique_prefetch(filter_block(ref, fkey->hash));
+	pg_atomic_uint64 *block;
+
+	if (ref == 0)
+		return;
+	block = filter_block(ref, fkey->hash);
+	gunique_prefetch(block);
+	if (ref & FILTER_REF_TAGGED)
+	{
+		gunique_prefetch(block + FILTER_BLOCK_WORDS);
+		gunique_prefetch(block + 2 * FILTER_BLOCK_WORDS);
+	}
 }
 
 /*

@@ -695,6 +695,7 @@ lookup_group_tags(LookupScanState *state, LookupTree *tree,
 	ref = gunique_summary_filter(group);
 	if (ref != 0)
 	{
+		gunique_filter_prefetch(ref, fkey); /* its tag and subtag blocks */
 		if (gunique_filter_excludes(ref, fkey))
 			tags = 0;
 		else if (gunique_filter_tagged(ref))

@@ -779,7 +779,12 @@ probe_others(GuniqueProbe *probe, bool indexUnchanged, GuniqueKeyImage *key,
 		if (probe_keeps_key(pg, own, probe->values, probe->isnull,
 							probe->heap_tid))
 			return PROBE_KEPT;
-		/* the cover reads own leaf's filter: load it while others are read */
+		/*
+		 * Start loading the key's blocks of the group's filter, which the
+		 * probe reads first, and of own leaf's, which the cover reads, so
+		 * that their cache misses overlap.
+		 */
+		gunique_summary_prefetch(pg->group_summary, key);
 		gunique_summary_prefetch(pg->own_summary, key);
 		memcpy(saved, counts, sizeof(saved));
 		unready = NULL;

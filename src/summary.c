@@ -748,10 +748,10 @@ gunique_summary_cover(GuniqueSummary *summary, GuniqueSummary *group,
 }
 
 /*
- * Start loading the key's block of a leaf's filter, which
- * gunique_summary_cover reads, so that the wait for memory overlaps the
- * probe's.  Under the key lock, as the cover: the filter cannot be freed
- * meanwhile (src/README, invariant 6).
+ * Start loading the key's block of a leaf's or a group's filter (the
+ * probe's and the cover's reads), so that the waits for memory overlap.
+ * Under the key lock, as those reads: the filter cannot be freed meanwhile
+ * (src/README, invariant 6).
  */
 void
 gunique_summary_prefetch(GuniqueSummary *summary, GuniqueKeyImage *key)

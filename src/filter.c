@@ -416,6 +416,8 @@ filter_tag_base(uint64 hash, uint64 seed, FilterTagBase *base)
 {
 	uint64		h = gunique_mix64(hash ^ seed);
 
+	StaticAssertStmt(9 * GUNIQUE_FILTER_TAG_BITS <= 64,
+					 "a key's tag bits are taken from one 64-bit hash");
 	for (int i = 0; i < GUNIQUE_FILTER_TAG_BITS; i++)
 	{
 		base->word[i] = (int) ((h >> (9 * i)) & 7);

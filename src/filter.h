@@ -15,7 +15,7 @@
 #define GUNIQUE_FILTER_BLOCK_WORDS 8	/* 64 bytes */
 #define GUNIQUE_FILTER_TAGS		64	/* tags a tagged filter tells apart,
 									 * and as many subtags */
-#define GUNIQUE_FILTER_TAG_BITS 4	/* bits a key and a tag set */
+#define GUNIQUE_FILTER_TAG_BITS 6	/* bits a key and a tag set */
 
 /*
  * A leaf's tag in a tagged filter (summary.c) has two parts, a tag and a

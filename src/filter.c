@@ -354,9 +354,9 @@ filter_subtag_block(uint64 ref, uint64 hash)
  * Where a filter's header goes in memory allocated at "dp": the first
  * place, 64-byte aligned, after which the bits start 128-byte aligned, so
  * that an untagged filter's blocks start on the pairs of cache lines that
- * CPUs often fetch together; a paged filter's bits start 4 kB aligned, so that its pages of
- * blocks are the system's pages where the area's segments are
- * page-aligned.  The allocation has that alignment to spare
+ * CPUs often fetch together; a paged filter's bits start 4 kB aligned, so
+ * that its pages of blocks are the system's pages where the area's
+ * segments are page-aligned.  The allocation has that alignment to spare
  * (filter_bytes).
  */
 static inline Size

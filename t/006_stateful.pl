@@ -725,7 +725,7 @@ sub settle
 {
 	my ($d, $may_wait) = @_;
 	my $deadline = time + 120;
-	# seen to end, and judged once the statements it blocked are
+	# its end was seen: finish_action judges it after those it blocked
 	return if $d->{pending} && $d->{pending}{ending};
 	while ($d->{pending})
 	{

@@ -53,7 +53,7 @@
 #define PERSIST_FILE		"gunique_filters.dat"
 #define PERSIST_TMP_FILE	"gunique_filters.tmp"
 #define PERSIST_MAGIC		0x47554e51	/* "GUNQ" */
-#define PERSIST_VERSION		9	/* 9: six tag bits a key */
+#define PERSIST_VERSION		10	/* 10: tags by OID modulo a prime */
 #define PERSIST_BUSY_WAIT_MS	10000	/* for builds under way at the save */
 
 typedef struct PersistHeader

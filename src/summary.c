@@ -29,7 +29,6 @@
 #include "access/genam.h"
 #include "access/itup.h"
 #include "access/xact.h"
-#include "common/hashfn.h"
 #include "catalog/pg_class.h"
 #include "catalog/pg_inherits.h"
 #include "miscadmin.h"
@@ -54,6 +53,13 @@
 #define FILTER_KEYS_PER_PAGE 300	/* a guess for an index built of its
 									 * size: small keys, pages 90% full */
 #define FILTER_BUILD_COST	32	/* entries read by a build per btree search */
+#define GUNIQUE_SUMMARY_TAG_PRIME 4093	/* the largest prime below the
+										 * number of tag and subtag pairs */
+#define GUNIQUE_SUMMARY_TAG_MULTIPLIER 995	/* see gunique_summary_leaf_tag */
+
+StaticAssertDecl(GUNIQUE_SUMMARY_TAG_PRIME <=
+				 GUNIQUE_FILTER_TAGS * GUNIQUE_FILTER_TAGS,
+				 "a leaf's tag must have a subtag below GUNIQUE_FILTER_TAGS");
 
 /* A backend's memo of an index's summary, or of its having none. */
 typedef struct SummaryMemo
@@ -620,18 +626,31 @@ gunique_summary_keys_estimate(Relation index)
 }
 
 /*
- * The tag of a leaf's keys in its group's filter (filter.c), its tag and
- * subtag from two parts of one hash: by the leaf's table, which stays the
- * same when REINDEX CONCURRENTLY gives it another index, so that both
- * indexes tag the keys alike.
+ * The tag of a leaf's keys in its group's filter (filter.c), a tag and a
+ * subtag, by the leaf's table, which stays the same when REINDEX
+ * CONCURRENTLY gives it another index, so that both indexes tag the keys
+ * alike.  The partitions of a table are mostly created one after another,
+ * their OIDs a fixed step apart, and a hash would give about 60 of 512
+ * such leaves another's tag and subtag, where a key that comes back is
+ * then looked for too.  So the pair is the table's OID times a multiplier,
+ * modulo a prime just under the number of pairs: up to that prime many
+ * OIDs a fixed step apart (any step but a multiple of the prime) get
+ * distinct pairs.  The multiplier was chosen to spread such leaves over
+ * the tags and the subtags: for 64 to 1,000 leaves, the leaves that share
+ * a leaf's tag or subtag are at most 1.3 times as many as with an even
+ * spread for every step up to 48, and 2.2 times up to 100 (src/README,
+ * "Light probes").  Leaves created far apart share pairs by chance, as
+ * with a hash.
  */
 int
 gunique_summary_leaf_tag(Oid heapoid)
 {
-	uint32		h = murmurhash32((uint32) heapoid);
+	uint32		v = (uint32) (((uint64) (heapoid % GUNIQUE_SUMMARY_TAG_PRIME) *
+							   GUNIQUE_SUMMARY_TAG_MULTIPLIER) %
+							  GUNIQUE_SUMMARY_TAG_PRIME);
 
-	return GUNIQUE_FILTER_TAG_MAKE((int) (h % GUNIQUE_FILTER_TAGS),
-								   (int) ((h >> 16) % GUNIQUE_FILTER_TAGS));
+	return GUNIQUE_FILTER_TAG_MAKE((int) (v % GUNIQUE_FILTER_TAGS),
+								   (int) (v / GUNIQUE_FILTER_TAGS));
 }
 
 static int

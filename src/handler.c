@@ -219,8 +219,12 @@ gunique_insert(Relation index, Datum *values, bool *isnull,
 
 	gunique_probe_before_insert(&probe, index, values, isnull, heap_tid,
 								heap, checkUnique, indexUnchanged, indexInfo);
-	/* nbtree checks own leaf without waiting if the probe asks (probe.c) */
+	/*
+	 * nbtree checks own leaf without waiting if the probe asks, and not at
+	 * all for an UPDATE proven to keep its key (probe.c).
+	 */
 	result = gunique_btinsert(index, values, isnull, heap_tid, heap,
+							  probe.kept ? UNIQUE_CHECK_NO :
 							  probe.own_partial ? UNIQUE_CHECK_PARTIAL :
 							  checkUnique, indexUnchanged, indexInfo);
 	return gunique_probe_after_insert(&probe, result);

@@ -902,16 +902,17 @@ gunique_probe_before_insert(GuniqueProbe *probe, Relation index,
 		case PROBE_KEPT:
 
 			/*
-			 * The old version's entry has the key covered already (src/README,
-			 * invariant 8); nbtree's partial check of own leaf can find
-			 * nothing else but entries of inserters that wait for this
-			 * transaction, announced, which own_leaf_resolve passes over
-			 * (nbtree's full check would wait for them: a deadlock).
+			 * The old version's entry has the key covered already, and own
+			 * leaf can hold nothing else equal to it but the old version's
+			 * chain and entries of inserters that wait for this transaction
+			 * (src/README, invariant 8): no conflict, so nbtree need not
+			 * look (its full check would wait for those inserters: a
+			 * deadlock).
 			 */
 			counts[GUNIQUE_STAT_UNPROBED] = 1;
 			counts[GUNIQUE_STAT_LEAVES_PROBED] = 1; /* own leaf's, the proof */
 			gunique_stats_add(index, counts);
-			probe->own_partial = true;
+			probe->kept = true;
 			return;
 		case PROBE_CLEAR:
 			break;
@@ -1041,5 +1042,5 @@ gunique_probe_after_insert(GuniqueProbe *probe, bool unique)
 	gunique_onconflict_release_locks(pg->topindex);
 	if (pg->filters_wanted || pg->group_filter_wanted || probe->cover != 0)
 		ask_filters(pg, probe->index);
-	return probe->own_partial ? true : unique;
+	return probe->own_partial || probe->kept ? true : unique;
 }

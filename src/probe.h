@@ -22,6 +22,8 @@ typedef struct GuniqueProbe
 	LWLock	   *keylock;		/* held across nbtree's insert, if it did */
 	int			cover;			/* GUNIQUE_COVER_* flags (summary.h) */
 	bool		own_partial;	/* nbtree checks own leaf in partial mode */
+	bool		kept;			/* an UPDATE that keeps its key: nbtree
+								 * does not check own leaf */
 	/* the row, for a second look at own leaf after nbtree's insert */
 	Relation	heap;
 	ItemPointer heap_tid;

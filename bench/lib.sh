@@ -96,11 +96,6 @@ scale_params()
 		esac
 	done
 	W2_WARM=${BENCH_W2_WARM:-refused}    # or reinsert: see w2-scaling.sh
-	W2_REPEAT=${BENCH_W2_REPEAT:-1}    # timed statements per point, the fastest kept: see w2-scaling.sh
-	case "$W2_REPEAT" in
-	[1-9]) ;;
-	*) die "BENCH_W2_REPEAT must be 1 to 9, not '$W2_REPEAT'" ;;
-	esac
 	case "$W2_WARM" in
 	refused | reinsert) ;;
 	*) die "BENCH_W2_WARM must be refused or reinsert, not '$W2_WARM'" ;;

@@ -57,13 +57,6 @@
 # statement (gunique_stat_probes, reset just before it) are recorded too
 # (workload "w2searches").
 #
-# BENCH_W2_REPEAT=n (1 to 9, default 1) times each point n times, each
-# after its own untimed preparation, and keeps the fastest.  On the shared
-# 2-core machines here the CPU runs at one of two speeds for seconds at a
-# time (a profile of a slow statement shows every function slower by the
-# same factor, about 1.8), so that one timed statement per contender gives
-# ratios from ×0.6 to ×2 at random; the fastest of 3 is rarely slowed.
-#
 # BENCH_W2_WARM=reinsert restores the warm-up of earlier rounds (6 of the
 # timed rows per partition inserted and rolled back, so that at 512
 # partitions 3,072 of the 5,000 timed keys had been inserted before): it
@@ -229,17 +222,7 @@ w2_point()
 		fi
 		if [ "$c" = gunique ]; then echo "SELECT gunique_probe_stats_reset();"; fi
 	)
-	ms=
-	for ((i = 0; i < W2_REPEAT; i++)); do
-		if [ "$i" -gt 0 ]; then
-			{
-				drop_enforce_sql "$c" w2
-				if [ "$case_" = update ]; then echo "DROP INDEX w2_c_idx;"; fi
-			} | sql >/dev/null		# the prelude deletes the rows inserted
-		fi
-		ms=$(perl -e 'print $ARGV[0] eq "" || $ARGV[1] < $ARGV[0] ? $ARGV[1] : $ARGV[0]' "$ms" \
-			"$(echo "$timed" | timed_sql "$prelude")")
-	done
+	ms=$(echo "$timed" | timed_sql "$prelude")
 	us=$(perl -e 'printf "%.3f", $ARGV[0] * 1000 / $ARGV[1]' "$ms" "$W2_ROWS")
 	record w2 "$variant" "$parts" "$c" "$run" "$us" "us/row"
 	if [ "$c" = gunique ]; then

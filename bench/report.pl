@@ -295,12 +295,13 @@ if ($val{w4}) {
 if ($val{w5}) {
 	p "## Workload 5: large tables, and the first minute after a restart\n\n";
 	p "One INSERT of new keys (µs per row), then a clean restart and an immediate one (a crash), each followed by ",
-	  "single-row inserts of new keys from one client: their latency in ms (p50, p99, max). \"ready\" is the time ",
+	  "single-row inserts of new keys from one client: their latency in ms (p50, p99, max, and max-later: the slowest ",
+	  "but the session's first, which loads a new session's caches). \"ready\" is the time ",
 	  "from the start of the server until gunique's key filters are all back (loaded from the file saved at shutdown); ",
 	  "\"crash-ready\" the same after the crash, when the background worker has built them again for the minute's inserts. ",
 	  "Medians of the runs; gunique's ratio to local's in parentheses.\n\n";
-	my @order = qw(insert insert-warm restart-up restart-ready restart-p50 restart-p99 restart-max crash-up crash-p50
-	  crash-p99 crash-max crash-ready filter-bytes-per-key shared-memory);
+	my @order = qw(insert insert-warm restart-up restart-ready restart-p50 restart-p99 restart-max
+	  restart-max-later crash-up crash-p50 crash-p99 crash-max crash-max-later crash-ready filter-bytes-per-key shared-memory);
 	for my $variant (sort keys %{ $val{w5} }) {
 		my $v = $val{w5}{$variant};
 		my @cc = grep { my $c = $_; grep { $v->{$_}{$c} } keys %$v } @CONTENDERS;

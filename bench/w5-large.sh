@@ -22,7 +22,7 @@
 #   then W5_SECS seconds of single-row inserts of new keys by one pgbench
 #   client, each transaction's latency logged: p50, p99 and max (ms), and
 #   max-later, the slowest but for the session's first (a new session
-#   loads its catalog caches, and after a restart reads cold pages);
+#   loads its catalog caches);
 #   crash       the same after an immediate shutdown (the filters are then
 #               built again in the background, as the inserts ask for
 #               them); for gunique, then, seconds from the start until
@@ -85,8 +85,9 @@ w5_load()
 w5_latencies()
 {
 	cat "$1"/w5lat* | perl -ane '
-		push @l, $F[2] / 1000;
-		$later = $F[2] / 1000 if $F[1] > 0 && $F[2] / 1000 > $later;
+		my $ms = $F[2] / 1000;
+		push @l, $ms;
+		$later = $ms if $F[1] > 0 && $ms > $later;
 		END {
 			@l = sort { $a <=> $b } @l;
 			die "no transactions\n" unless @l;

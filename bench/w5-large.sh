@@ -6,6 +6,9 @@
 #   random      k = a * 2654435761 mod 1000000007 (bigint, distinct, random order)
 #   correlated  k = a (bigint, follows the partitioning)
 #   uuid        k = md5(a::text)::uuid
+#   text        k = an e-mail address of the random permutation's number
+#               ('user123456789@example.com', 21 to 26 bytes, random order);
+#               not in the default W5_KEYS
 # Then, for local (unique btree on (k, a)) and gunique (gunique on k):
 #   insert      one INSERT of W5_NEW new keys (odd a), timed, µs per row,
 #               in a new session;
@@ -58,14 +61,15 @@ w5_key()
 	random) echo "(($2) * 2654435761 % 1000000007)" ;;
 	correlated) echo "($2)" ;;
 	uuid) echo "md5(($2)::text)::uuid" ;;
-	*) die "BENCH_W5_KEYS: unknown key kind '$1' (random, correlated, uuid)" ;;
+	text) echo "('user' || ($2) * 2654435761 % 1000000007 || '@example.com')" ;;
+	*) die "BENCH_W5_KEYS: unknown key kind '$1' (random, correlated, uuid, text)" ;;
 	esac
 }
 
 w5_load()
 {
 	local rows=$1 parts=$2 keys=$3 type=bigint
-	[ "$keys" = uuid ] && type=uuid
+	case "$keys" in uuid | text) type=$keys ;; esac
 	log "w5: loading $rows rows ($keys keys) into $parts partitions"
 	sql >/dev/null <<-SQL
 		DROP TABLE IF EXISTS w5;

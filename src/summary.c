@@ -26,8 +26,11 @@
  */
 #include "postgres.h"
 
+#include <math.h>
+
 #include "access/genam.h"
 #include "access/itup.h"
+#include "access/nbtree.h"
 #include "access/xact.h"
 #include "catalog/pg_class.h"
 #include "catalog/pg_inherits.h"
@@ -50,8 +53,6 @@
 #include "summary.h"
 
 #define FILTER_MIN_KEYS		1024
-#define FILTER_KEYS_PER_PAGE 300	/* a guess for an index built of its
-									 * size: small keys, pages 90% full */
 #define FILTER_BUILD_COST	32	/* entries read by a build per btree search */
 #define GUNIQUE_SUMMARY_TAG_PRIME 4093	/* the largest prime below the
 										 * number of tag and subtag pairs */
@@ -612,17 +613,57 @@ gunique_summary_database_gone(Oid dbid)
 	list_free_deep(refs);
 }
 
-/* About how many keys a leaf holds, judged by its size. */
+/*
+ * How many entries a leaf page of a new btree holds, judged by the widths
+ * of the index's columns (a varlena's as PostgreSQL guesses it for the
+ * planner), at nbtree's default fillfactor.
+ */
+static uint64
+summary_keys_per_page(Relation index)
+{
+	TupleDesc	desc = RelationGetDescr(index);
+	Size		width = sizeof(IndexTupleData);
+	Size		room;
+
+	for (int i = 0; i < desc->natts; i++)
+	{
+		Form_pg_attribute att = TupleDescAttr(desc, i);
+
+		width = att_align_nominal(width, att->attalign);
+		if (att->attlen > 0)
+			width += att->attlen;
+		else
+			width += get_typavgwidth(att->atttypid, att->atttypmod);
+	}
+	width = MAXALIGN(width) + sizeof(ItemIdData);
+	room = (BLCKSZ - SizeOfPageHeaderData - sizeof(BTPageOpaqueData)) *
+		BTREE_DEFAULT_FILLFACTOR / 100;
+	return Max(room / width, 1);
+}
+
+/*
+ * About how many keys a leaf holds.  With the counts of the last build,
+ * VACUUM or ANALYZE, their density scaled to the leaf's size now, as the
+ * planner scales a table's (estimate_rel_size); without them, or if they
+ * counted no key, by the width of its entries.  Key filters are sized by
+ * this, so that their bytes per key do not depend on the key's width: a
+ * fixed guess of keys per page made a text key's filters half as large
+ * again as a bigint key's.
+ */
 uint64
 gunique_summary_keys_estimate(Relation index)
 {
-	uint64		byblocks = (uint64) RelationGetNumberOfBlocks(index) *
-		FILTER_KEYS_PER_PAGE;
+	BlockNumber blocks = RelationGetNumberOfBlocks(index);
+	BlockNumber relpages = (BlockNumber) index->rd_rel->relpages;
+	double		reltuples = index->rd_rel->reltuples;
 
-	/* the count of the last build or VACUUM, unless the leaf grew since */
-	if (index->rd_rel->reltuples > 0)
-		return Max(byblocks, (uint64) index->rd_rel->reltuples);
-	return byblocks;
+	if (relpages > 0 && reltuples > 0)
+	{
+		if (blocks <= relpages)
+			return (uint64) reltuples;
+		return (uint64) ceil(reltuples / relpages * blocks);
+	}
+	return (uint64) blocks * summary_keys_per_page(index);
 }
 
 /*

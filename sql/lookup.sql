@@ -170,6 +170,45 @@ EXPLAIN (COSTS OFF) SELECT * FROM nm WHERE n = repeat('a', 70)::text;
 SELECT count(*) FROM nm WHERE n = repeat('a', 70)::text;
 SELECT count(*) FROM nm WHERE n = repeat('a', 63)::text;
 
+-- Views, subqueries in FROM and WITH queries that the planner pulls up
+-- into the query: the table they read is looked up as if named there.
+CREATE VIEW ev_v AS SELECT id, note, day FROM ev;
+CREATE VIEW ev_w AS SELECT id AS key, upper(note) AS loud FROM ev WHERE day < 150;
+CREATE VIEW ev_vv AS SELECT * FROM ev_v;
+EXPLAIN (COSTS OFF) SELECT * FROM ev_v WHERE id = 300;
+SELECT * FROM ev_v WHERE id = 300;
+SELECT lookup_counts('SELECT * FROM ev_v WHERE id = 300');
+EXPLAIN (COSTS OFF) SELECT * FROM ev_w WHERE key = 300;
+SELECT * FROM ev_w WHERE key = 300;
+SELECT * FROM ev_w WHERE key = 510;	-- day 170: the view's own WHERE
+SELECT top_node('SELECT * FROM ev_vv WHERE id = 300');
+SELECT top_node('SELECT * FROM (SELECT * FROM ev) s WHERE id = 300');
+SELECT top_node('WITH c AS (SELECT * FROM ev) SELECT * FROM c WHERE id = 300');
+SELECT * FROM ev_vv WHERE id = ANY ('{300,303,301}') ORDER BY id;
+SELECT a.id, b.note FROM ev_v a JOIN ev_vv b USING (id) WHERE a.id = 303;
+-- on the inner side of a LEFT JOIN, a key in the join's condition
+SELECT a.id, b.id FROM ev_v a LEFT JOIN ev_v b ON b.id = 306 AND b.id = a.id + 3
+ WHERE a.id = 303;
+PREPARE rv(bigint) AS SELECT key, loud FROM ev_w WHERE key = $1;
+SET plan_cache_mode = force_generic_plan;
+EXPLAIN (COSTS OFF) EXECUTE rv(300);
+EXECUTE rv(300);
+EXECUTE rv(303);
+RESET plan_cache_mode;
+DEALLOCATE rv;
+-- a view the planner does not pull up, a security barrier, ONLY beside
+-- the view, and an aggregate without GROUP BY: planned as PostgreSQL
+-- plans them, with the same rows
+CREATE VIEW ev_d AS SELECT DISTINCT id, note FROM ev;
+CREATE VIEW ev_sb WITH (security_barrier) AS SELECT id, note FROM ev;
+SELECT top_node('SELECT * FROM ev_d WHERE id = 300');
+SELECT * FROM ev_d WHERE id = 300;
+SELECT top_node('SELECT * FROM ev_sb WHERE id = 300');
+SELECT * FROM ev_sb WHERE id = 300;
+SELECT * FROM ev_v a JOIN ONLY ev b USING (id) WHERE a.id = 300;
+SELECT top_node('SELECT count(*) FROM ev_v WHERE id = 300');
+SELECT count(*) FROM ev_v WHERE id = 300;
+
 -- Forms that must not use the path.
 SET enable_seqscan = off;
 -- a key column not bound
@@ -206,12 +245,20 @@ GRANT USAGE ON SCHEMA glook TO glook_reader;
 GRANT SELECT ON ev TO glook_reader;
 ALTER TABLE ev ENABLE ROW LEVEL SECURITY;
 CREATE POLICY even_days ON ev FOR SELECT USING (day % 2 = 0);
+CREATE VIEW ev_inv WITH (security_invoker) AS SELECT id, day FROM ev;
+GRANT SELECT ON ev_v, ev_inv TO glook_reader;
 SET ROLE glook_reader;
 EXPLAIN (COSTS OFF) SELECT * FROM ev WHERE id = 300;
 SELECT id, day FROM ev WHERE id = 300;
 SELECT id, day FROM ev WHERE id = 3;
 SELECT * FROM ev_0 WHERE id = 300;
 SELECT * FROM acc WHERE tenant = 2 AND email = 'Ann@x';
+-- through views: as the view's owner, or the reader's with
+-- security_invoker
+SELECT id, day FROM ev_v WHERE id = 3;
+SELECT id, day FROM ev_inv WHERE id = 3;
+SELECT id, day FROM ev_inv WHERE id = 300;
+EXPLAIN (COSTS OFF) SELECT id, day FROM ev_inv WHERE id = 300;
 RESET ROLE;
 DROP POLICY even_days ON ev;
 ALTER TABLE ev DISABLE ROW LEVEL SECURITY;

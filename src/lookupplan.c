@@ -9,17 +9,20 @@
  * partition the partition key does not prune (all of them, for a key that is
  * not the partition key), for each execution of a generic plan too.  So the
  * planner hook takes such a table out of inheritance expansion before
- * planning starts (the expansion is what opens the partitions), and the
- * path hook gives the table, now a relation without children, the lookup
- * scan of lookup.c as its only path.  Why this is safe, and what the scan
- * reads, is src/README, "Lookups".
+ * planning starts (the expansion is what opens the partitions), or the
+ * relation hook does, for a table a view or a subquery reads, once the
+ * planner has pulled that up into the query; the path hook gives the
+ * table, now a relation without children, the lookup scan of lookup.c as
+ * its only path.  Why this is safe, and what the scan reads, is
+ * src/README, "Lookups".
  *
- * Whether to take the path is decided before planning, since the
- * alternative cannot be costed without opening every partition: the path
- * is taken when the key is bound, unless the partition key is bound too
- * (PostgreSQL then prunes to one partition) or gunique.enable_lookup is
- * off.  If the table's paths are never asked for, or its clauses do not
- * bind the key after all, the query is planned again as PostgreSQL would.
+ * Whether to take the path is decided before the partitions would be
+ * expanded, since the alternative cannot be costed without opening every
+ * partition: the path is taken when the key is bound, unless the
+ * partition key is bound too (PostgreSQL then prunes to one partition) or
+ * gunique.enable_lookup is off.  If the table's paths are never asked
+ * for, or its clauses do not bind the key after all, the query is planned
+ * again as PostgreSQL would.
  *
  *-------------------------------------------------------------------------
  */
@@ -37,6 +40,7 @@
 #include "optimizer/optimizer.h"
 #include "optimizer/pathnode.h"
 #include "optimizer/paths.h"
+#include "optimizer/plancat.h"
 #include "optimizer/planner.h"
 #include "optimizer/restrictinfo.h"
 #include "parser/parse_coerce.h"
@@ -57,6 +61,7 @@
 bool		gunique_enable_lookup = true;
 
 static planner_hook_type prev_planner_hook = NULL;
+static get_relation_info_hook_type prev_get_relation_info_hook = NULL;
 static set_rel_pathlist_hook_type prev_set_rel_pathlist_hook = NULL;
 
 /* A gunique index's key, as clauses must name it to bind it. */
@@ -103,6 +108,9 @@ typedef struct LookupMark
 typedef struct LookupPlanning
 {
 	List	   *marks;
+	bool		nested;			/* a subquery in FROM reads a table with a
+								 * gunique index: lookup_get_relation_info
+								 * may add marks */
 	PlannerGlobal *glob;		/* its roots', once one is seen */
 	struct LookupPlanning *outer;
 } LookupPlanning;
@@ -494,24 +502,48 @@ lookup_find_index(Relation table, Index rti, List *clauses,
 }
 
 /*
- * The tables of the query that the lookup path can read, as LookupMarks:
- * a plain SELECT (no FOR UPDATE, no data-modifying WITH), a partitioned
- * table in its FROM, read whole (not ONLY, no TABLESAMPLE), whose WHERE
- * binds the key of one of its gunique indexes and not its whole partition
- * key.
+ * The clauses that hold for every row the query reads from the relations
+ * of "node" (a join tree): those of its WHERE and of the WHERE of
+ * subqueries pulled up into it, and of inner joins, as a flat list.  The
+ * clauses of an outer join, and those below one, are left out.
  */
 static List *
-lookup_mark_query(Query *parse)
+lookup_unconditional_quals(Node *node, List *result)
 {
-	List	   *marks = NIL;
-	List	   *clauses;
-	Index		rti = 0;
 	ListCell   *lc;
 
+	if (node == NULL)
+		return result;
+	if (IsA(node, FromExpr))
+	{
+		FromExpr   *from = (FromExpr *) node;
+
+		result = lookup_flatten_and(from->quals, result);
+		foreach(lc, from->fromlist)
+			result = lookup_unconditional_quals((Node *) lfirst(lc), result);
+	}
+	else if (IsA(node, JoinExpr) && ((JoinExpr *) node)->jointype == JOIN_INNER)
+	{
+		JoinExpr   *join = (JoinExpr *) node;
+
+		result = lookup_flatten_and(join->quals, result);
+		result = lookup_unconditional_quals(join->larg, result);
+		result = lookup_unconditional_quals(join->rarg, result);
+	}
+	return result;
+}
+
+/*
+ * Can the lookup path serve tables of this query at all: a plain SELECT
+ * (no FOR UPDATE, no data-modifying WITH) with a WHERE?
+ */
+static bool
+lookup_query_fits(Query *parse)
+{
 	if (parse->commandType != CMD_SELECT || parse->utilityStmt != NULL ||
 		parse->rowMarks != NIL || parse->hasModifyingCTE ||
-		parse->jointree == NULL || parse->jointree->quals == NULL)
-		return NIL;
+		parse->jointree == NULL)
+		return false;
 
 	/*
 	 * Aggregates of a query of one table and no GROUP BY may be planned as
@@ -520,42 +552,125 @@ lookup_mark_query(Query *parse)
 	 */
 	if (parse->hasAggs && parse->groupClause == NIL &&
 		list_length(parse->jointree->fromlist) == 1)
+		return false;
+	return true;
+}
+
+/*
+ * The gunique index by whose key the lookup path can read range table
+ * entry rti of the query, a partitioned table in its FROM read whole (not
+ * ONLY, no TABLESAMPLE), given the clauses that hold for its rows; or
+ * InvalidOid: no clause binds the key of one of its gunique indexes, or
+ * the clauses bind its whole partition key, or the query reads a system
+ * column of it that the scan cannot give.
+ */
+static Oid
+lookup_mark_table(Query *parse, Index rti, RangeTblEntry *rte, List *clauses)
+{
+	SystemColumnsContext syscols;
+	Relation	table;
+	Oid			indexoid = InvalidOid;
+
+	if (rte->rtekind != RTE_RELATION ||
+		rte->relkind != RELKIND_PARTITIONED_TABLE || !rte->inh ||
+		rte->tablesample != NULL ||
+		!lookup_in_jointree((Node *) parse->jointree, rti))
+		return InvalidOid;
+	syscols.rti = rti;
+	syscols.sublevels_up = 0;
+	if (query_tree_walker(parse, lookup_system_column_walker,
+						  (void *) &syscols, 0))
+		return InvalidOid;
+	/* locked by the rewriter, or by the plan cache before replanning */
+	table = table_open(rte->relid, NoLock);
+	if (!lookup_partition_key_bound(table, rti, clauses))
+		indexoid = lookup_find_index(table, rti, clauses,
+									 rte->securityQuals != NIL);
+	table_close(table, NoLock);
+	return indexoid;
+}
+
+static LookupMark *
+lookup_mark_add(List **marks, Index rti, Oid indexoid)
+{
+	LookupMark *mark = palloc0(sizeof(LookupMark));
+
+	mark->rti = rti;
+	mark->indexoid = indexoid;
+	*marks = lappend(*marks, mark);
+	return mark;
+}
+
+/* The tables of the query that the lookup path can read, as LookupMarks. */
+static List *
+lookup_mark_query(Query *parse)
+{
+	List	   *marks = NIL;
+	List	   *clauses;
+	Index		rti = 0;
+	ListCell   *lc;
+
+	if (!lookup_query_fits(parse))
 		return NIL;
-	clauses = lookup_flatten_and(parse->jointree->quals, NIL);
+	clauses = lookup_unconditional_quals((Node *) parse->jointree, NIL);
+	if (clauses == NIL)
+		return NIL;
+	foreach(lc, parse->rtable)
+	{
+		Oid			indexoid;
+
+		rti++;
+		indexoid = lookup_mark_table(parse, rti, lfirst(lc), clauses);
+		if (OidIsValid(indexoid))
+			(void) lookup_mark_add(&marks, rti, indexoid);
+	}
+	return marks;
+}
+
+/*
+ * Does a subquery in the query's FROM (a view, a subquery, a WITH query)
+ * read a partitioned table with a gunique index?  The planner may pull it
+ * up into the query (pull_up_subqueries), where the relation hook can
+ * still take it out of expansion (lookup_get_relation_info).
+ */
+static bool
+lookup_query_nests(Query *parse, int depth)
+{
+	ListCell   *lc;
+
 	foreach(lc, parse->rtable)
 	{
 		RangeTblEntry *rte = (RangeTblEntry *) lfirst(lc);
-		SystemColumnsContext syscols;
-		Relation	table;
-		Oid			indexoid = InvalidOid;
 
-		rti++;
-		if (rte->rtekind != RTE_RELATION ||
-			rte->relkind != RELKIND_PARTITIONED_TABLE || !rte->inh ||
-			rte->tablesample != NULL ||
-			!lookup_in_jointree((Node *) parse->jointree, rti))
-			continue;
-		syscols.rti = rti;
-		syscols.sublevels_up = 0;
-		if (query_tree_walker(parse, lookup_system_column_walker,
-							  (void *) &syscols, 0))
-			continue;
-		/* locked by the rewriter, or by the plan cache before replanning */
-		table = table_open(rte->relid, NoLock);
-		if (!lookup_partition_key_bound(table, rti, clauses))
-			indexoid = lookup_find_index(table, rti, clauses,
-										 rte->securityQuals != NIL);
-		table_close(table, NoLock);
-		if (OidIsValid(indexoid))
+		if (rte->rtekind == RTE_SUBQUERY &&
+			lookup_query_nests(rte->subquery, depth + 1))
+			return true;
+		if (depth > 0 && rte->rtekind == RTE_RELATION &&
+			rte->relkind == RELKIND_PARTITIONED_TABLE && rte->inh)
 		{
-			LookupMark *mark = palloc0(sizeof(LookupMark));
+			/* locked by the rewriter, or by the plan cache */
+			Relation	table = table_open(rte->relid, NoLock);
+			List	   *indexes = RelationGetIndexList(table);
+			bool		found = false;
+			ListCell   *lc2;
 
-			mark->rti = rti;
-			mark->indexoid = indexoid;
-			marks = lappend(marks, mark);
+			foreach(lc2, indexes)
+				found |= gunique_is_gunique_index(lfirst_oid(lc2));
+			list_free(indexes);
+			table_close(table, NoLock);
+			if (found)
+				return true;
 		}
 	}
-	return marks;
+	foreach(lc, parse->cteList)
+	{
+		CommonTableExpr *cte = (CommonTableExpr *) lfirst(lc);
+
+		if (IsA(cte->ctequery, Query) &&
+			lookup_query_nests((Query *) cte->ctequery, depth + 1))
+			return true;
+	}
+	return false;
 }
 
 static PlannedStmt *
@@ -585,9 +700,15 @@ lookup_planner(Query *parse, const char *query_string, int cursorOptions,
 	bool		complete = true;
 	ListCell   *lc;
 
-	this.marks = gunique_enable_lookup ? lookup_mark_query(parse) : NIL;
+	this.marks = NIL;
+	this.nested = false;
+	if (gunique_enable_lookup && lookup_query_fits(parse))
+	{
+		this.marks = lookup_mark_query(parse);
+		this.nested = lookup_query_nests(parse, 0);
+	}
 	this.glob = NULL;
-	if (this.marks != NIL)
+	if (this.marks != NIL || this.nested)
 	{
 		copy = copyObject(parse);
 		foreach(lc, this.marks)
@@ -606,6 +727,7 @@ lookup_planner(Query *parse, const char *query_string, int cursorOptions,
 	}
 	PG_END_TRY();
 
+	/* marks the relation hook added are in the list too */
 	foreach(lc, this.marks)
 	{
 		LookupMark *mark = (LookupMark *) lfirst(lc);
@@ -616,6 +738,60 @@ lookup_planner(Query *parse, const char *query_string, int cursorOptions,
 		result = lookup_call_planner(copy, query_string, cursorOptions,
 									 boundParams);
 	return gunique_onconflict_plan(result);
+}
+
+/*
+ * A partitioned table that a subquery in FROM read (a view, say), now
+ * pulled up into the query, about to be expanded: if the clauses that
+ * hold for its rows bind a gunique key, take it out of expansion as the
+ * planner hook does for the query's own tables, and forget the
+ * partitioning that get_relation_info found for it, which a relation that
+ * is not expanded does not have.  PostgreSQL reads rte->inh again only
+ * after this (add_other_rels_to_query and later), for a relation of the
+ * query being planned.  The same marks follow (lookup_set_rel_pathlist,
+ * and the planner hook's check that every mark got its path).
+ */
+static void
+lookup_get_relation_info(PlannerInfo *root, Oid relationObjectId,
+						 bool inhparent, RelOptInfo *rel)
+{
+	RangeTblEntry *rte;
+	LookupMark *mark = NULL;
+	ListCell   *lc;
+
+	if (prev_get_relation_info_hook)
+		prev_get_relation_info_hook(root, relationObjectId, inhparent, rel);
+	if (planning == NULL || !planning->nested || !inhparent ||
+		root->query_level != 1 || rel->reloptkind != RELOPT_BASEREL)
+		return;
+	if (planning->glob == NULL)
+		planning->glob = root->glob;
+	if (root->glob != planning->glob)
+		return;
+	rte = planner_rt_fetch(rel->relid, root);
+	foreach(lc, planning->marks)
+		if (((LookupMark *) lfirst(lc))->rti == rel->relid)
+			mark = (LookupMark *) lfirst(lc);
+	if (mark == NULL)
+	{
+		Node	   *jointree = (Node *) root->parse->jointree;
+		Oid			indexoid = InvalidOid;
+
+		if (lookup_query_fits(root->parse))
+			indexoid = lookup_mark_table(root->parse, rel->relid, rte,
+										 lookup_unconditional_quals(jointree,
+																	NIL));
+		if (!OidIsValid(indexoid))
+			return;
+		(void) lookup_mark_add(&planning->marks, rel->relid, indexoid);
+	}
+	rte->inh = false;
+	rel->part_scheme = NULL;
+	rel->nparts = -1;
+	rel->boundinfo = NULL;
+	rel->partition_qual = NIL;
+	rel->partexprs = NULL;
+	rel->nullable_partexprs = NULL;
 }
 
 /*
@@ -787,6 +963,8 @@ gunique_lookup_plan_init(void)
 	RegisterCustomScanMethods(&lookup_scan_methods);
 	prev_planner_hook = planner_hook;
 	planner_hook = lookup_planner;
+	prev_get_relation_info_hook = get_relation_info_hook;
+	get_relation_info_hook = lookup_get_relation_info;
 	prev_set_rel_pathlist_hook = set_rel_pathlist_hook;
 	set_rel_pathlist_hook = lookup_set_rel_pathlist;
 }

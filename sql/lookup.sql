@@ -19,6 +19,20 @@ BEGIN
 	END LOOP;
 END $$;
 
+-- How many lookups a query's plan has.
+CREATE FUNCTION lookups_in_plan(query text) RETURNS int LANGUAGE plpgsql AS $$
+DECLARE
+	line text;
+	n int := 0;
+BEGIN
+	FOR line IN EXECUTE 'EXPLAIN (COSTS OFF) ' || query LOOP
+		IF line ~ 'GuniqueLookup' THEN
+			n := n + 1;
+		END IF;
+	END LOOP;
+	RETURN n;
+END $$;
+
 -- What a lookup read, from EXPLAIN ANALYZE.
 CREATE FUNCTION lookup_counts(query text) RETURNS SETOF text
 LANGUAGE plpgsql AS $$
@@ -189,6 +203,23 @@ SELECT a.id, b.note FROM ev_v a JOIN ev_vv b USING (id) WHERE a.id = 303;
 -- on the inner side of a LEFT JOIN, a key in the join's condition
 SELECT a.id, b.id FROM ev_v a LEFT JOIN ev_v b ON b.id = 306 AND b.id = a.id + 3
  WHERE a.id = 303;
+-- EXISTS, NOT EXISTS and IN (SELECT ...) that the planner makes joins
+-- (an uncorrelated EXISTS is planned apart, as an InitPlan, and reads
+-- every partition)
+CREATE TABLE probe_ids (id bigint);
+INSERT INTO probe_ids VALUES (300), (301), (303);
+SELECT lookups_in_plan('SELECT id FROM probe_ids p
+ WHERE EXISTS (SELECT 1 FROM ev WHERE ev.id = 300 AND ev.note = ''n'' || p.id - 200)');
+SELECT id FROM probe_ids p
+ WHERE EXISTS (SELECT 1 FROM ev WHERE ev.id = 300 AND ev.note = 'n' || p.id - 200);
+SELECT id FROM probe_ids p
+ WHERE NOT EXISTS (SELECT 1 FROM ev WHERE ev.id = 300 AND ev.note = 'n' || p.id - 200)
+ ORDER BY id;
+SELECT lookups_in_plan('SELECT id FROM probe_ids p
+ WHERE NOT EXISTS (SELECT 1 FROM ev WHERE ev.id = 300 AND ev.note = ''n'' || p.id - 200)');
+SELECT lookups_in_plan('SELECT * FROM probe_ids WHERE id IN (SELECT id FROM ev_v WHERE id = 303)');
+SELECT lookups_in_plan('SELECT id FROM probe_ids WHERE EXISTS (SELECT 1 FROM ev WHERE id = 300)');
+SELECT * FROM probe_ids WHERE id IN (SELECT id FROM ev_v WHERE id = 303);
 PREPARE rv(bigint) AS SELECT key, loud FROM ev_w WHERE key = $1;
 SET plan_cache_mode = force_generic_plan;
 EXPLAIN (COSTS OFF) EXECUTE rv(300);

@@ -504,8 +504,11 @@ lookup_find_index(Relation table, Index rti, List *clauses,
 /*
  * The clauses that hold for every row the query reads from the relations
  * of "node" (a join tree): those of its WHERE and of the WHERE of
- * subqueries pulled up into it, and of inner joins, as a flat list.  The
- * clauses of an outer join, and those below one, are left out.
+ * subqueries pulled up into it, and of inner joins, as a flat list; and
+ * those of the semi and anti joins that EXISTS and IN (SELECT ...) become,
+ * which hold for the rows of the subquery's relations that they name
+ * alone.  The clauses of an outer join, and those below one, are left
+ * out.
  */
 static List *
 lookup_unconditional_quals(Node *node, List *result)
@@ -522,7 +525,10 @@ lookup_unconditional_quals(Node *node, List *result)
 		foreach(lc, from->fromlist)
 			result = lookup_unconditional_quals((Node *) lfirst(lc), result);
 	}
-	else if (IsA(node, JoinExpr) && ((JoinExpr *) node)->jointype == JOIN_INNER)
+	else if (IsA(node, JoinExpr) &&
+			 (((JoinExpr *) node)->jointype == JOIN_INNER ||
+			  ((JoinExpr *) node)->jointype == JOIN_SEMI ||
+			  ((JoinExpr *) node)->jointype == JOIN_ANTI))
 	{
 		JoinExpr   *join = (JoinExpr *) node;
 
@@ -628,49 +634,57 @@ lookup_mark_query(Query *parse)
 }
 
 /*
- * Does a subquery in the query's FROM (a view, a subquery, a WITH query)
- * read a partitioned table with a gunique index?  The planner may pull it
- * up into the query (pull_up_subqueries), where the relation hook can
- * still take it out of expansion (lookup_get_relation_info).
+ * Does a subquery of the query (a view or a subquery in FROM, a WITH
+ * query, a sublink: EXISTS, IN (SELECT ...)) read a partitioned table
+ * with a gunique index?  The planner may pull it up into the query
+ * (pull_up_subqueries, pull_up_sublinks), where the relation hook can
+ * still take it out of expansion (lookup_get_relation_info).  *depth is
+ * the query level of "node"'s query, 1 for the query planned.
  */
 static bool
-lookup_query_nests(Query *parse, int depth)
+lookup_nests_walker(Node *node, int *depth)
 {
-	ListCell   *lc;
-
-	foreach(lc, parse->rtable)
+	if (node == NULL)
+		return false;
+	if (IsA(node, Query))
 	{
-		RangeTblEntry *rte = (RangeTblEntry *) lfirst(lc);
+		bool		result;
 
-		if (rte->rtekind == RTE_SUBQUERY &&
-			lookup_query_nests(rte->subquery, depth + 1))
-			return true;
-		if (depth > 0 && rte->rtekind == RTE_RELATION &&
-			rte->relkind == RELKIND_PARTITIONED_TABLE && rte->inh)
-		{
-			/* locked by the rewriter, or by the plan cache */
-			Relation	table = table_open(rte->relid, NoLock);
-			List	   *indexes = RelationGetIndexList(table);
-			bool		found = false;
-			ListCell   *lc2;
-
-			foreach(lc2, indexes)
-				found |= gunique_is_gunique_index(lfirst_oid(lc2));
-			list_free(indexes);
-			table_close(table, NoLock);
-			if (found)
-				return true;
-		}
+		(*depth)++;
+		result = query_tree_walker((Query *) node, lookup_nests_walker,
+								   (void *) depth, QTW_EXAMINE_RTES_BEFORE);
+		(*depth)--;
+		return result;
 	}
-	foreach(lc, parse->cteList)
+	if (IsA(node, RangeTblEntry))
 	{
-		CommonTableExpr *cte = (CommonTableExpr *) lfirst(lc);
+		RangeTblEntry *rte = (RangeTblEntry *) node;
+		Relation	table;
+		List	   *indexes;
+		bool		found = false;
+		ListCell   *lc;
 
-		if (IsA(cte->ctequery, Query) &&
-			lookup_query_nests((Query *) cte->ctequery, depth + 1))
-			return true;
+		if (*depth < 2 || rte->rtekind != RTE_RELATION ||
+			rte->relkind != RELKIND_PARTITIONED_TABLE || !rte->inh)
+			return false;
+		/* locked by the rewriter, or by the plan cache */
+		table = table_open(rte->relid, NoLock);
+		indexes = RelationGetIndexList(table);
+		foreach(lc, indexes)
+			found |= gunique_is_gunique_index(lfirst_oid(lc));
+		list_free(indexes);
+		table_close(table, NoLock);
+		return found;
 	}
-	return false;
+	return expression_tree_walker(node, lookup_nests_walker, (void *) depth);
+}
+
+static bool
+lookup_query_nests(Query *parse)
+{
+	int			depth = 0;
+
+	return lookup_nests_walker((Node *) parse, &depth);
 }
 
 static PlannedStmt *
@@ -705,7 +719,7 @@ lookup_planner(Query *parse, const char *query_string, int cursorOptions,
 	if (gunique_enable_lookup && lookup_query_fits(parse))
 	{
 		this.marks = lookup_mark_query(parse);
-		this.nested = lookup_query_nests(parse, 0);
+		this.nested = lookup_query_nests(parse);
 	}
 	this.glob = NULL;
 	if (this.marks != NIL || this.nested)

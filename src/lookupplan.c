@@ -541,7 +541,7 @@ lookup_unconditional_quals(Node *node, List *result)
 
 /*
  * Can the lookup path serve tables of this query at all: a plain SELECT
- * (no FOR UPDATE, no data-modifying WITH) with a WHERE?
+ * (no FOR UPDATE, no data-modifying WITH)?
  */
 static bool
 lookup_query_fits(Query *parse)

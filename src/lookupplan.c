@@ -108,9 +108,9 @@ typedef struct LookupMark
 typedef struct LookupPlanning
 {
 	List	   *marks;
-	bool		nested;			/* a subquery in FROM reads a table with a
-								 * gunique index: lookup_get_relation_info
-								 * may add marks */
+	bool		nested;			/* a subquery (in FROM, a sublink) reads a
+								 * table with a gunique index:
+								 * lookup_get_relation_info may add marks */
 	PlannerGlobal *glob;		/* its roots', once one is seen */
 	struct LookupPlanning *outer;
 } LookupPlanning;
@@ -607,7 +607,10 @@ lookup_mark_add(List **marks, Index rti, Oid indexoid)
 	return mark;
 }
 
-/* The tables of the query that the lookup path can read, as LookupMarks. */
+/*
+ * The tables of the query that the lookup path can read, as LookupMarks.
+ * The caller has checked that the query fits (lookup_query_fits).
+ */
 static List *
 lookup_mark_query(Query *parse)
 {
@@ -616,8 +619,6 @@ lookup_mark_query(Query *parse)
 	Index		rti = 0;
 	ListCell   *lc;
 
-	if (!lookup_query_fits(parse))
-		return NIL;
 	clauses = lookup_unconditional_quals((Node *) parse->jointree, NIL);
 	if (clauses == NIL)
 		return NIL;
@@ -755,12 +756,12 @@ lookup_planner(Query *parse, const char *query_string, int cursorOptions,
 }
 
 /*
- * A partitioned table that a subquery in FROM read (a view, say), now
- * pulled up into the query, about to be expanded: if the clauses that
- * hold for its rows bind a gunique key, take it out of expansion as the
- * planner hook does for the query's own tables, and forget the
- * partitioning that get_relation_info found for it, which a relation that
- * is not expanded does not have.  PostgreSQL reads rte->inh again only
+ * A partitioned table that a subquery read (a view, a subquery in FROM,
+ * EXISTS), now pulled up into the query, about to be expanded: if the
+ * clauses that hold for its rows bind a gunique key, take it out of
+ * expansion as the planner hook does for the query's own tables, and
+ * forget the partitioning that get_relation_info found for it, which a
+ * relation that is not expanded does not have.  PostgreSQL reads rte->inh again only
  * after this (add_other_rels_to_query and later), for a relation of the
  * query being planned.  The same marks follow (lookup_set_rel_pathlist,
  * and the planner hook's check that every mark got its path).

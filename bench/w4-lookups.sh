@@ -17,8 +17,10 @@
 # partition's btree (200 index probes, and the locks of 200 partitions and
 # 200 indexes per statement with a generic plan).  gunique's SELECT takes
 # its lookup path (src/lookup.c): the partitions its filters cannot rule
-# out, one btree probe for a key that exists.  Its UPDATE goes through
-# every partition, as local's does.  "single" does one probe.
+# out, one btree probe for a key that exists.  Its UPDATE is planned for
+# the key's partition (src/keyprune.c): a custom plan per execution, two
+# lookups of the key and the UPDATE's own probe; local's goes through
+# every partition.  "single" does one probe.
 #
 # Modes (-M prepared, W4_CLIENTS clients, W4_SECS seconds each):
 #   select-only    SELECT abalance FROM w4 WHERE aid = :aid

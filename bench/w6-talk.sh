@@ -33,8 +33,10 @@
 # scale (max_locks_per_transaction is at least 1,024, times some 70
 # backends).  So did gunique before its lookup path (f9416bd), which plans
 # a plain SELECT by the key as one scan that plans, locks and opens only
-# the partitions that can hold it (gunique.enable_lookup); the UPDATE of
-# select-update still goes through every partition.
+# the partitions that can hold it (gunique.enable_lookup).  The UPDATE of
+# select-update is planned for the key's partition in each execution's
+# custom plan, which stays cheaper than the generic plan (src/keyprune.c);
+# local's goes through every partition.
 #
 # Each contender starts from VACUUM (ANALYZE), its indexes and the table
 # loaded into shared buffers (pg_prewarm, when installed) and a

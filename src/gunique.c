@@ -25,6 +25,7 @@
 #include "filter.h"
 #include "gunique.h"
 #include "keylock.h"
+#include "keyprune.h"
 #include "lookup.h"
 #include "onconflict.h"
 #include "persist.h"
@@ -120,6 +121,7 @@ _PG_init(void)
 	gunique_ddl_init();
 	gunique_scope_init();
 	gunique_onconflict_init();
+	gunique_keyprune_init();
 	gunique_probescan_init();
 	gunique_stats_init();
 	gunique_summary_init();

@@ -1176,7 +1176,8 @@ gunique_lookup_reader_begin(Relation table, Relation index, Snapshot snapshot)
 {
 	LookupScanState *state = palloc0(sizeof(LookupScanState));
 
-	Assert(snapshot->snapshot_type == SNAPSHOT_DIRTY);
+	Assert(snapshot->snapshot_type == SNAPSHOT_DIRTY ||
+		   IsMVCCSnapshot(snapshot));
 	state->css.ss.ss_currentRelation = table;
 	state->css.ss.ss_ScanTupleSlot =
 		MakeSingleTupleTableSlot(RelationGetDescr(table), &TTSOpsVirtual);

@@ -32,6 +32,8 @@
 #include "access/relation.h"
 #include "access/stratnum.h"
 #include "access/table.h"
+#include "access/xact.h"
+#include "access/xlog.h"
 #include "catalog/pg_class.h"
 #include "nodes/makefuncs.h"
 #include "nodes/nodeFuncs.h"
@@ -54,6 +56,7 @@
 #include "utils/rel.h"
 
 #include "compat.h"
+#include "keyprune.h"
 #include "lookup.h"
 #include "onconflict.h"
 #include "tree.h"
@@ -80,6 +83,7 @@ typedef struct LookupKey
 /* What binds the key: one value per column, or one array of keys. */
 typedef struct LookupBinding
 {
+	int			nkeys;			/* the key's columns */
 	bool		array;
 	Expr	   *values[INDEX_MAX_KEYS];
 	Node	   *clauses[INDEX_MAX_KEYS];	/* the clause that binds each */
@@ -112,6 +116,7 @@ typedef struct LookupPlanning
 								 * table with a gunique index:
 								 * lookup_get_relation_info may add marks */
 	PlannerGlobal *glob;		/* its roots', once one is seen */
+	GuniqueKeyPrune *prune;		/* an UPDATE or DELETE by the key */
 	struct LookupPlanning *outer;
 } LookupPlanning;
 
@@ -325,6 +330,7 @@ lookup_bind(List *clauses, LookupKey *key, Index rti, bool need_leakproof,
 		if (!bound)
 			*binding = array_binding;
 	}
+	binding->nkeys = key->nkeys;
 	return true;
 }
 
@@ -464,12 +470,13 @@ lookup_partition_key_bound(Relation table, Index rti, List *clauses)
 
 /*
  * The gunique index of the table whose key the clauses bind, or
- * InvalidOid.  Only a valid index that is unique across the tree (tree.c),
- * whose predicate, if any, the clauses imply.
+ * InvalidOid; what binds it into *found, if not NULL.  Only a valid index
+ * that is unique across the tree (tree.c), whose predicate, if any, the
+ * clauses imply.
  */
 static Oid
 lookup_find_index(Relation table, Index rti, List *clauses,
-				  bool need_leakproof)
+				  bool need_leakproof, LookupBinding *found)
 {
 	List	   *indexes = RelationGetIndexList(table);
 	ListCell   *lc;
@@ -491,7 +498,11 @@ lookup_find_index(Relation table, Index rti, List *clauses,
 			if (lookup_bind(clauses, &key, rti, need_leakproof, &binding) &&
 				(key.predicate == NIL ||
 				 predicate_implied_by(key.predicate, clauses, false)))
+			{
 				result = indexoid;
+				if (found != NULL)
+					*found = binding;
+			}
 		}
 		index_close(index, NoLock);
 		if (OidIsValid(result))
@@ -591,7 +602,7 @@ lookup_mark_table(Query *parse, Index rti, RangeTblEntry *rte, List *clauses)
 	table = table_open(rte->relid, NoLock);
 	if (!lookup_partition_key_bound(table, rti, clauses))
 		indexoid = lookup_find_index(table, rti, clauses,
-									 rte->securityQuals != NIL);
+									 rte->securityQuals != NIL, NULL);
 	table_close(table, NoLock);
 	return indexoid;
 }
@@ -632,6 +643,58 @@ lookup_mark_query(Query *parse)
 			(void) lookup_mark_add(&marks, rti, indexoid);
 	}
 	return marks;
+}
+
+/*
+ * An UPDATE or DELETE of a partitioned table whose WHERE binds the key of
+ * a gunique index to one value per column: plan it for the key's
+ * partition (keyprune.c), when the values are known now.  Not with
+ * row-level security (a plan that shows whether a key exists would tell
+ * what the policy hides), nor in a serializable transaction (a scan of
+ * every partition leaves predicate locks in each), nor with a
+ * data-modifying WITH, nor when the partition key is bound too
+ * (PostgreSQL prunes then).  NULL if not.
+ */
+static GuniqueKeyPrune *
+lookup_prune_query(Query *parse, ParamListInfo boundParams)
+{
+	Index		rti = parse->resultRelation;
+	RangeTblEntry *rte;
+	List	   *clauses;
+	Relation	table;
+	LookupBinding binding;
+	Oid			indexoid = InvalidOid;
+	GuniqueKeyPrune *prune = NULL;
+
+	if ((parse->commandType != CMD_UPDATE &&
+		 parse->commandType != CMD_DELETE) ||
+		rti == 0 || parse->hasModifyingCTE || parse->jointree == NULL ||
+		IsolationIsSerializable() || RecoveryInProgress() ||
+		!gunique_keyprune_allowed())
+		return NULL;
+	rte = rt_fetch(rti, parse->rtable);
+	if (rte->rtekind != RTE_RELATION ||
+		rte->relkind != RELKIND_PARTITIONED_TABLE || !rte->inh ||
+		rte->securityQuals != NIL)
+		return NULL;
+	clauses = lookup_flatten_and(parse->jointree->quals, NIL);
+	if (clauses == NIL)
+		return NULL;
+	/* locked by the rewriter, or by the plan cache before replanning */
+	table = table_open(rte->relid, NoLock);
+	if (!lookup_partition_key_bound(table, rti, clauses))
+		indexoid = lookup_find_index(table, rti, clauses, false, &binding);
+	if (OidIsValid(indexoid) && !binding.array)
+	{
+		List	   *values = NIL;
+
+		for (int i = 0; i < binding.nkeys; i++)
+			values = lappend(values, binding.values[i]);
+		prune = gunique_keyprune_begin(table, rti, indexoid, values,
+									   boundParams);
+	}
+	table_close(table, NoLock);
+	return prune;
 }
 
 /*
@@ -717,13 +780,16 @@ lookup_planner(Query *parse, const char *query_string, int cursorOptions,
 
 	this.marks = NIL;
 	this.nested = false;
+	this.prune = NULL;
 	if (gunique_enable_lookup && lookup_query_fits(parse))
 	{
 		this.marks = lookup_mark_query(parse);
 		this.nested = lookup_query_nests(parse);
 	}
+	else if (gunique_enable_lookup)
+		this.prune = lookup_prune_query(parse, boundParams);
 	this.glob = NULL;
-	if (this.marks != NIL || this.nested)
+	if (this.marks != NIL || this.nested || this.prune != NULL)
 	{
 		copy = copyObject(parse);
 		foreach(lc, this.marks)
@@ -752,6 +818,11 @@ lookup_planner(Query *parse, const char *query_string, int cursorOptions,
 	if (!complete)
 		result = lookup_call_planner(copy, query_string, cursorOptions,
 									 boundParams);
+	else if (this.prune != NULL &&
+			 gunique_keyprune_plan(this.prune, result, copy,
+								   cursorOptions) == NULL)
+		result = lookup_call_planner(copyObject(copy), query_string,
+									 cursorOptions, boundParams);
 	return gunique_onconflict_plan(result);
 }
 
@@ -776,6 +847,15 @@ lookup_get_relation_info(PlannerInfo *root, Oid relationObjectId,
 
 	if (prev_get_relation_info_hook)
 		prev_get_relation_info_hook(root, relationObjectId, inhparent, rel);
+	if (planning != NULL && planning->prune != NULL &&
+		root->query_level == 1)
+	{
+		if (planning->glob == NULL)
+			planning->glob = root->glob;
+		if (root->glob == planning->glob)
+			gunique_keyprune_relation(planning->prune, root, rel);
+		return;
+	}
 	if (planning == NULL || !planning->nested || !inhparent ||
 		root->query_level != 1 || rel->reloptkind != RELOPT_BASEREL)
 		return;

@@ -1,0 +1,33 @@
+/*-------------------------------------------------------------------------
+ *
+ * keyprune.h
+ *	  UPDATE and DELETE by a gunique key, planned for the key's partition
+ *	  and checked at executor start.  See src/README, "Modifying by the
+ *	  key".
+ *
+ *-------------------------------------------------------------------------
+ */
+#ifndef GUNIQUE_KEYPRUNE_H
+#define GUNIQUE_KEYPRUNE_H
+
+#include "nodes/params.h"
+#include "nodes/pathnodes.h"
+#include "nodes/plannodes.h"
+#include "utils/relcache.h"
+
+#define GUNIQUE_KEYCHECK_NAME "GuniqueKeyCheck"
+
+typedef struct GuniqueKeyPrune GuniqueKeyPrune;
+
+extern void gunique_keyprune_init(void);
+extern bool gunique_keyprune_allowed(void);
+extern GuniqueKeyPrune *gunique_keyprune_begin(Relation table, Index rti,
+											   Oid indexoid, List *values,
+											   ParamListInfo boundParams);
+extern void gunique_keyprune_relation(GuniqueKeyPrune *prune,
+									  PlannerInfo *root, RelOptInfo *rel);
+extern PlannedStmt *gunique_keyprune_plan(GuniqueKeyPrune *prune,
+										  PlannedStmt *stmt, Query *original,
+										  int cursorOptions);
+
+#endif							/* GUNIQUE_KEYPRUNE_H */

@@ -21,6 +21,7 @@ OBJS = \
 	src/lookupplan.o \
 	src/merge.o \
 	src/onconflict.o \
+	src/passnode.o \
 	src/probe.o \
 	src/probegroup.o \
 	src/probescan.o \

@@ -66,6 +66,7 @@
 #endif
 #include "keyprune.h"
 #include "lookup.h"
+#include "passnode.h"
 
 /* One UPDATE or DELETE being planned for the partition of its key. */
 struct GuniqueKeyPrune
@@ -153,10 +154,76 @@ keyprune_param_unknown(Node *node, void *context)
 	return expression_tree_walker(node, keyprune_param_unknown, context);
 }
 
+static bool
+keyprune_leaky_function(Oid funcid, void *context)
+{
+	return !get_func_leakproof(funcid);
+}
+
+/*
+ * Could evaluating "node" fail for some values: does it call a function
+ * that is not leakproof (a cast that overflows, say: date to timestamp)?
+ * The key's values are evaluated before any row is read, at planning and
+ * as the executor starts, where PostgreSQL's plan might never evaluate
+ * them (an index scan of a partition with no rows, a cross-type operator
+ * that does not fail where the cast would); a leakproof function raises
+ * no error that depends on its arguments.
+ */
+static bool
+keyprune_value_may_fail(Node *node, void *context)
+{
+	if (node == NULL)
+		return false;
+	if (check_functions_in_node(node, keyprune_leaky_function, NULL))
+		return true;
+	return expression_tree_walker(node, keyprune_value_may_fail, context);
+}
+
+/*
+ * The key's values with their constants folded, as the planner will fold
+ * them (5::int2 is a call of int2 until then), and so with the errors that
+ * the planner would raise anyway; but not the implicit cast lookupplan.c
+ * put on a value of another type than the key's, which the planner never
+ * sees.
+ */
+static List *
+keyprune_fold(List *values)
+{
+	List	   *result = NIL;
+	ListCell   *lc;
+
+	foreach(lc, values)
+	{
+		Node	   *value = (Node *) lfirst(lc);
+
+		if (IsA(value, FuncExpr) &&
+			((FuncExpr *) value)->funcformat == COERCE_IMPLICIT_CAST)
+		{
+			FuncExpr   *cast = (FuncExpr *) copyObject(value);
+
+			cast->args = (List *) eval_const_expressions(NULL,
+														 (Node *) cast->args);
+			value = (Node *) cast;
+		}
+		else if (IsA(value, RelabelType))
+		{
+			RelabelType *relabel = (RelabelType *) copyObject(value);
+
+			relabel->arg = (Expr *) eval_const_expressions(NULL,
+														   (Node *) relabel->arg);
+			value = (Node *) relabel;
+		}
+		else if (!IsA(value, CoerceViaIO) && !IsA(value, ArrayCoerceExpr))
+			value = eval_const_expressions(NULL, value);
+		result = lappend(result, value);
+	}
+	return result;
+}
+
 /*
  * Evaluate the key's value expressions (no column, nothing volatile: see
- * lookupplan.c) with the parameters given, into the current memory
- * context.
+ * lookupplan.c; nothing that may fail: keyprune_value_may_fail) with the
+ * parameters given, into the current memory context.
  */
 static void
 keyprune_evaluate(List *values, ParamListInfo params, Datum *keys,
@@ -215,7 +282,8 @@ keyprune_find(Relation table, Oid indexoid, Datum *keys, bool *isnull,
  * PostgreSQL checks a row routed to it), with the table's range table
  * index, or NULL if partition pruning could not use it: a level
  * partitioned by hash (its constraint is a function call) or a default
- * partition (a negation) on the way from the table down.
+ * partition (a negation) on the way from the table down; or if a
+ * partition on the way is being detached.
  */
 static Expr *
 keyprune_partition_qual(Relation table, Oid partoid, Index rti)
@@ -228,15 +296,25 @@ keyprune_partition_qual(Relation table, Oid partoid, Index rti)
 	{
 		Oid			parent;
 		Relation	prel;
-		bool		prunable;
+		PartitionDesc pd;
+		bool		prunable = false;
 
 		if (!get_rel_relispartition(child))
 			return NULL;
-		parent = get_partition_parent(child, false);
+		parent = get_partition_parent(child, true);
 		prel = relation_open(parent, AccessShareLock);
-		prunable = RelationGetPartitionKey(prel)->strategy !=
+		pd = RelationGetPartitionDesc(prel, true);
+
+		/*
+		 * A partition being detached concurrently, which the planner may
+		 * leave out, is not pruned to: PostgreSQL plans that statement.
+		 */
+		for (int i = 0; i < pd->nparts; i++)
+			if (pd->oids[i] == child)
+				prunable = true;
+		prunable &= RelationGetPartitionKey(prel)->strategy !=
 			PARTITION_STRATEGY_HASH &&
-			get_default_partition_oid(parent) != child;
+			get_default_oid_from_partdesc(pd) != child;
 		relation_close(prel, NoLock);
 		if (!prunable)
 			return NULL;
@@ -273,7 +351,9 @@ gunique_keyprune_begin(Relation table, Index rti, Oid indexoid, List *values,
 	Oid			partoid;
 	Expr	   *clause;
 
-	if (keyprune_param_unknown((Node *) values, boundParams))
+	values = keyprune_fold(values);
+	if (keyprune_param_unknown((Node *) values, boundParams) ||
+		keyprune_value_may_fail((Node *) values, NULL))
 		return NULL;
 	keyprune_evaluate(values, boundParams, keys, isnull);
 	InitDirtySnapshot(dirty);
@@ -345,87 +425,6 @@ gunique_keyprune_relation(GuniqueKeyPrune *prune, PlannerInfo *root,
 											  prune->rinfos);
 }
 
-/* The highest plan_node_id in a plan tree. */
-static int
-keyprune_max_node_id(Plan *plan)
-{
-	int			result;
-	List	   *children = NIL;
-	ListCell   *lc;
-
-	if (plan == NULL)
-		return -1;
-	result = plan->plan_node_id;
-	result = Max(result, keyprune_max_node_id(plan->lefttree));
-	result = Max(result, keyprune_max_node_id(plan->righttree));
-	if (IsA(plan, Append))
-		children = ((Append *) plan)->appendplans;
-	else if (IsA(plan, MergeAppend))
-		children = ((MergeAppend *) plan)->mergeplans;
-	else if (IsA(plan, BitmapAnd))
-		children = ((BitmapAnd *) plan)->bitmapplans;
-	else if (IsA(plan, BitmapOr))
-		children = ((BitmapOr *) plan)->bitmapplans;
-	else if (IsA(plan, CustomScan))
-		children = ((CustomScan *) plan)->custom_plans;
-	else if (IsA(plan, SubqueryScan))
-		result = Max(result,
-					 keyprune_max_node_id(((SubqueryScan *) plan)->subplan));
-	foreach(lc, children)
-		result = Max(result, keyprune_max_node_id((Plan *) lfirst(lc)));
-	return result;
-}
-
-/*
- * The check, above "child": it returns the child's rows as they are, so
- * its target list names the child's columns by position, with their names
- * (ModifyTable finds ctid and tableoid by name).
- */
-static CustomScan *
-keyprune_make_check(PlannedStmt *stmt, Plan *child)
-{
-	CustomScan *cscan = makeNode(CustomScan);
-	List	   *tlist = NIL;
-	List	   *scan_tlist = NIL;
-	ListCell   *lc;
-
-	foreach(lc, child->targetlist)
-	{
-		TargetEntry *tle = lfirst_node(TargetEntry, lc);
-		Oid			type = exprType((Node *) tle->expr);
-		int32		typmod = exprTypmod((Node *) tle->expr);
-		Oid			collation = exprCollation((Node *) tle->expr);
-
-		scan_tlist = lappend(scan_tlist,
-							 makeTargetEntry((Expr *) makeVar(OUTER_VAR,
-															  tle->resno,
-															  type, typmod,
-															  collation, 0),
-											 tle->resno, tle->resname,
-											 tle->resjunk));
-		tlist = lappend(tlist,
-						makeTargetEntry((Expr *) makeVar(INDEX_VAR, tle->resno,
-														 type, typmod,
-														 collation, 0),
-										tle->resno, tle->resname,
-										tle->resjunk));
-	}
-	cscan->scan.plan.startup_cost = child->startup_cost;
-	cscan->scan.plan.total_cost = child->total_cost;
-	cscan->scan.plan.plan_rows = child->plan_rows;
-	cscan->scan.plan.plan_width = child->plan_width;
-	cscan->scan.plan.parallel_aware = false;
-	cscan->scan.plan.parallel_safe = false;
-	cscan->scan.plan.targetlist = tlist;
-	cscan->scan.plan.lefttree = child;
-	cscan->scan.plan.extParam = bms_copy(child->extParam);
-	cscan->scan.plan.allParam = bms_copy(child->allParam);
-	cscan->scan.scanrelid = 0;
-	cscan->custom_scan_tlist = scan_tlist;
-	cscan->methods = &keycheck_scan_methods;
-	return cscan;
-}
-
 /*
  * The plan of an UPDATE or DELETE whose table was given the clause: put
  * the check above the scan its ModifyTable reads.  NULL if the plan is not
@@ -438,7 +437,6 @@ gunique_keyprune_plan(GuniqueKeyPrune *prune, PlannedStmt *stmt,
 	ModifyTable *mt = (ModifyTable *) stmt->planTree;
 	CustomScan *cscan;
 	List	   *parts = NIL;
-	int			max_id;
 	ListCell   *lc;
 
 	if (prune->table == NULL)
@@ -449,16 +447,11 @@ gunique_keyprune_plan(GuniqueKeyPrune *prune, PlannedStmt *stmt,
 	foreach(lc, mt->resultRelations)
 		parts = lappend_oid(parts,
 							rt_fetch(lfirst_int(lc), stmt->rtable)->relid);
-	max_id = keyprune_max_node_id(stmt->planTree);
-	foreach(lc, stmt->subplans)
-		max_id = Max(max_id, keyprune_max_node_id((Plan *) lfirst(lc)));
-	cscan = keyprune_make_check(stmt, mt->plan.lefttree);
-	cscan->scan.plan.plan_node_id = max_id + 1;
+	cscan = gunique_passnode_insert(stmt, mt, &keycheck_scan_methods);
 	cscan->custom_exprs = prune->values;
 	cscan->custom_private =
 		list_make4(list_make2_oid(prune->tableoid, prune->indexoid), parts,
 				   original, makeInteger(cursorOptions));
-	mt->plan.lefttree = &cscan->scan.plan;
 	/* a change to the index plans again, as for lookups */
 	stmt->relationOids = lappend_oid(stmt->relationOids, prune->indexoid);
 	return stmt;
@@ -584,8 +577,7 @@ keycheck_create_state(CustomScan *cscan)
 static void
 keycheck_begin(CustomScanState *node, EState *estate, int eflags)
 {
-	outerPlanState(node) = ExecInitNode(outerPlan(node->ss.ps.plan), estate,
-										eflags);
+	gunique_passnode_begin(node, estate, eflags);
 }
 
 static TupleTableSlot *
@@ -614,7 +606,8 @@ keycheck_explain(CustomScanState *node, List *ancestors, ExplainState *es)
 	List	   *rels = list_nth(cscan->custom_private, KEYCHECK_PRIVATE_RELS);
 	char	   *name = get_rel_name(lsecond_oid(rels));
 
-	ExplainPropertyText("Index", name ? name : "?", es);
+	if (name != NULL)
+		ExplainPropertyText("Index", name, es);
 }
 
 void

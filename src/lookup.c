@@ -1165,11 +1165,14 @@ lookup_explain(CustomScanState *node, List *ancestors, ExplainState *es)
 }
 
 /*
- * A reader of a whole gunique tree for other modules (onconflict.c): the
- * lookup without its plan node.  "table" is the tree's top table, "index"
- * its top index, both locked by the caller; "snapshot" is a dirty one,
- * which takes no predicate locks and sees each leaf as it is, every key of
- * it held by its summary.  Made in the caller's memory context.
+ * A reader of a gunique tree for other modules: the lookup without its
+ * plan node.  "table" is a partitioned table of the tree and "index" its
+ * gunique index (onconflict.c: the top ones), both locked by the caller.
+ * "snapshot" is a dirty one, which takes no predicate locks and sees each
+ * leaf as it is, every key of it held by its summary (onconflict.c, and
+ * keyprune.c's guess at planning), or a statement's MVCC snapshot, read as
+ * the lookup scan reads it (keyprune.c's check).  Made in the caller's
+ * memory context.
  */
 GuniqueLookupReader *
 gunique_lookup_reader_begin(Relation table, Relation index, Snapshot snapshot)

@@ -751,14 +751,50 @@ lookup_query_nests(Query *parse)
 	return lookup_nests_walker((Node *) parse, &depth);
 }
 
+/*
+ * Call the next planner with "this" as the planning under way (every call
+ * has one: the hooks must never take an outer call's marks or pruning for
+ * this one's).
+ */
 static PlannedStmt *
-lookup_call_planner(Query *parse, const char *query_string,
-					int cursorOptions, ParamListInfo boundParams)
+lookup_call_planner(LookupPlanning *this, Query *parse,
+					const char *query_string, int cursorOptions,
+					ParamListInfo boundParams)
 {
-	if (prev_planner_hook)
-		return prev_planner_hook(parse, query_string, cursorOptions,
-								 boundParams);
-	return standard_planner(parse, query_string, cursorOptions, boundParams);
+	PlannedStmt *result;
+
+	this->glob = NULL;
+	this->outer = planning;
+	planning = this;
+	PG_TRY();
+	{
+		if (prev_planner_hook)
+			result = prev_planner_hook(parse, query_string, cursorOptions,
+									   boundParams);
+		else
+			result = standard_planner(parse, query_string, cursorOptions,
+									  boundParams);
+	}
+	PG_FINALLY();
+	{
+		planning = this->outer;
+	}
+	PG_END_TRY();
+	return result;
+}
+
+/* Plan a query again, untouched: a planning with no marks, no pruning. */
+static PlannedStmt *
+lookup_plan_untouched(Query *parse, const char *query_string,
+					  int cursorOptions, ParamListInfo boundParams)
+{
+	LookupPlanning none;
+
+	none.marks = NIL;
+	none.nested = false;
+	none.prune = NULL;
+	return lookup_call_planner(&none, parse, query_string, cursorOptions,
+							   boundParams);
 }
 
 /*
@@ -767,6 +803,9 @@ lookup_call_planner(Query *parse, const char *query_string,
  * lookup path (its clauses, as the planner rewrote them, do not bind the
  * key), or whose paths the planner never asked for, would be read as an
  * empty ONLY table: then plan the query again, untouched, from a copy.
+ * An UPDATE or DELETE by the key is planned for the key's partition
+ * (keyprune.c), and its plan given the check, which keeps the copy to plan
+ * again from at execution.
  */
 static PlannedStmt *
 lookup_planner(Query *parse, const char *query_string, int cursorOptions,
@@ -788,25 +827,14 @@ lookup_planner(Query *parse, const char *query_string, int cursorOptions,
 	}
 	else if (gunique_enable_lookup)
 		this.prune = lookup_prune_query(parse, boundParams);
-	this.glob = NULL;
 	if (this.marks != NIL || this.nested || this.prune != NULL)
 	{
 		copy = copyObject(parse);
 		foreach(lc, this.marks)
 			rt_fetch(((LookupMark *) lfirst(lc))->rti, parse->rtable)->inh = false;
 	}
-	this.outer = planning;
-	planning = &this;
-	PG_TRY();
-	{
-		result = lookup_call_planner(parse, query_string, cursorOptions,
-									 boundParams);
-	}
-	PG_FINALLY();
-	{
-		planning = this.outer;
-	}
-	PG_END_TRY();
+	result = lookup_call_planner(&this, parse, query_string, cursorOptions,
+								 boundParams);
 
 	/* marks the relation hook added are in the list too */
 	foreach(lc, this.marks)
@@ -816,13 +844,13 @@ lookup_planner(Query *parse, const char *query_string, int cursorOptions,
 		complete &= mark->planned && !mark->failed;
 	}
 	if (!complete)
-		result = lookup_call_planner(copy, query_string, cursorOptions,
-									 boundParams);
+		result = lookup_plan_untouched(copy, query_string, cursorOptions,
+									   boundParams);
 	else if (this.prune != NULL &&
 			 gunique_keyprune_plan(this.prune, result, copy,
 								   cursorOptions) == NULL)
-		result = lookup_call_planner(copyObject(copy), query_string,
-									 cursorOptions, boundParams);
+		result = lookup_plan_untouched(copyObject(copy), query_string,
+									   cursorOptions, boundParams);
 	return gunique_onconflict_plan(result);
 }
 
@@ -835,7 +863,9 @@ lookup_planner(Query *parse, const char *query_string, int cursorOptions,
  * relation that is not expanded does not have.  PostgreSQL reads rte->inh again only
  * after this (add_other_rels_to_query and later), for a relation of the
  * query being planned.  The same marks follow (lookup_set_rel_pathlist,
- * and the planner hook's check that every mark got its path).
+ * and the planner hook's check that every mark got its path).  In the
+ * planning of an UPDATE or DELETE by the key, the relations of its query
+ * go to keyprune.c instead, which prunes the table's partitions.
  */
 static void
 lookup_get_relation_info(PlannerInfo *root, Oid relationObjectId,

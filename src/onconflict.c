@@ -70,6 +70,7 @@
 #include "keymap.h"
 #include "lookup.h"
 #include "onconflict.h"
+#include "passnode.h"
 #include "scope.h"
 #include "tree.h"
 
@@ -568,7 +569,7 @@ conflict_begin(CustomScanState *node, EState *estate, int eflags)
 	Relation	table;
 	ListCell   *lc;
 
-	outerPlanState(state) = ExecInitNode(outerPlan(cscan), estate, eflags);
+	gunique_passnode_begin(node, estate, eflags);
 	InitDirtySnapshot(state->dirty);
 	if (eflags & EXEC_FLAG_EXPLAIN_ONLY)
 		return;
@@ -810,57 +811,14 @@ arbiter_gunique_indexes(ModifyTable *mt, Oid target)
 	return result;
 }
 
-/* The highest plan node ID in a plan tree, or -1. */
-static int
-plan_max_id(Plan *plan)
-{
-	List	   *children = NIL;
-	int			max;
-	ListCell   *lc;
-
-	if (plan == NULL)
-		return -1;
-	max = Max(plan->plan_node_id, Max(plan_max_id(plan->lefttree),
-									  plan_max_id(plan->righttree)));
-	if (IsA(plan, Append))
-		children = ((Append *) plan)->appendplans;
-	else if (IsA(plan, MergeAppend))
-		children = ((MergeAppend *) plan)->mergeplans;
-	else if (IsA(plan, BitmapAnd))
-		children = ((BitmapAnd *) plan)->bitmapplans;
-	else if (IsA(plan, BitmapOr))
-		children = ((BitmapOr *) plan)->bitmapplans;
-	else if (IsA(plan, CustomScan))
-		children = ((CustomScan *) plan)->custom_plans;
-	else if (IsA(plan, SubqueryScan))
-		max = Max(max, plan_max_id(((SubqueryScan *) plan)->subplan));
-	foreach(lc, children)
-		max = Max(max, plan_max_id((Plan *) lfirst(lc)));
-	return max;
-}
-
-/* A plan node ID no node of the statement has. */
-static int
-plan_new_id(PlannedStmt *stmt)
-{
-	int			max = plan_max_id(stmt->planTree);
-	ListCell   *lc;
-
-	foreach(lc, stmt->subplans)
-		max = Max(max, plan_max_id((Plan *) lfirst(lc)));
-	return max + 1;
-}
-
 /* Put a conflict check between an INSERT ... ON CONFLICT DO NOTHING and its rows. */
 static void
 plan_modify_table(PlannedStmt *stmt, Plan *plan)
 {
 	ModifyTable *mt = (ModifyTable *) plan;
-	Plan	   *child;
 	CustomScan *cscan;
 	List	   *indexes;
 	Oid			target;
-	ListCell   *lc;
 
 	if (plan == NULL || !IsA(plan, ModifyTable) ||
 		mt->operation != CMD_INSERT ||
@@ -870,35 +828,8 @@ plan_modify_table(PlannedStmt *stmt, Plan *plan)
 	indexes = arbiter_gunique_indexes(mt, target);
 	if (indexes == NIL)
 		return;
-	child = outerPlan(plan);
-	cscan = makeNode(CustomScan);
-	cscan->scan.plan.startup_cost = child->startup_cost;
-	cscan->scan.plan.total_cost = child->total_cost;
-	cscan->scan.plan.plan_rows = child->plan_rows;
-	cscan->scan.plan.plan_width = child->plan_width;
-	cscan->scan.plan.extParam = bms_copy(child->extParam);
-	cscan->scan.plan.allParam = bms_copy(child->allParam);
-	cscan->scan.plan.plan_node_id = plan_new_id(stmt);
-
-	/*
-	 * It returns its child's rows as they are: the same columns, dropped
-	 * ones still null constants, which the executor checks for.
-	 */
-	foreach(lc, child->targetlist)
-	{
-		TargetEntry *tle = (TargetEntry *) lfirst(lc);
-		TargetEntry *copy = flatCopyTargetEntry(tle);
-
-		if (!IsA(tle->expr, Const))
-			copy->expr = (Expr *) makeVarFromTargetEntry(OUTER_VAR, tle);
-		cscan->scan.plan.targetlist = lappend(cscan->scan.plan.targetlist,
-											  copy);
-	}
-	cscan->scan.plan.lefttree = child;
-	cscan->scan.scanrelid = 0;
+	cscan = gunique_passnode_insert(stmt, mt, &conflict_scan_methods);
 	cscan->custom_private = lcons_oid(target, indexes);
-	cscan->methods = &conflict_scan_methods;
-	outerPlan(plan) = (Plan *) cscan;
 }
 
 PlannedStmt *

@@ -253,6 +253,23 @@ SELECT top_node('SELECT * FROM ev WHERE id = day');
 SELECT top_node('SELECT * FROM ev WHERE id = (random() * 10)::bigint');
 -- the partition key bound too: PostgreSQL prunes to one partition
 SELECT top_node('SELECT * FROM ev WHERE id = 300 AND day = 100');
+-- chosen on cost: PostgreSQL's plan where its pruning at planning keeps one
+-- partition or none, the lookup where it keeps more
+SELECT lookups_in_plan('SELECT * FROM ev WHERE id = 300 AND day >= 100 AND day < 105');
+SELECT * FROM ev WHERE id = 300 AND day >= 100 AND day < 105;
+SELECT lookups_in_plan('SELECT * FROM ev WHERE id = 300 AND day >= 95 AND day < 105');
+SELECT * FROM ev WHERE id = 300 AND day >= 95 AND day < 105;
+SELECT lookups_in_plan('SELECT * FROM ev WHERE id = 300 AND day IN (3, 100)');
+SELECT lookups_in_plan('SELECT * FROM ev WHERE id = 300 AND day < 0');
+SELECT lookups_in_plan('SELECT * FROM ev WHERE id = ANY (ARRAY[300, 303]) AND day BETWEEN 100 AND 101');
+-- a generic plan's parameter of the partition key prunes only at
+-- execution, after every partition was planned and locked: the lookup
+PREPARE evday(int) AS SELECT * FROM ev WHERE id = 300 AND day = $1;
+SET plan_cache_mode = force_generic_plan;
+SELECT lookups_in_plan('EXECUTE evday(100)');
+EXECUTE evday(100);
+RESET plan_cache_mode;
+DEALLOCATE evday;
 -- rows to lock or change, ONLY, a system column of the partition
 SELECT top_node('SELECT * FROM ev WHERE id = 300 FOR UPDATE');
 SELECT top_node('UPDATE ev SET note = ''x'' WHERE id = 300');

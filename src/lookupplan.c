@@ -8,21 +8,24 @@
  * which partitions can hold it.  PostgreSQL would plan, lock and open every
  * partition the partition key does not prune (all of them, for a key that is
  * not the partition key), for each execution of a generic plan too.  So the
- * planner hook takes such a table out of inheritance expansion before
- * planning starts (the expansion is what opens the partitions), or the
- * relation hook does, for a table a view or a subquery reads, once the
- * planner has pulled that up into the query; the path hook gives the
- * table, now a relation without children, the lookup scan of lookup.c as
- * its only path.  Why this is safe, and what the scan reads, is
- * src/README, "Lookups".
+ * planner hook marks such a table (or the relation hook does, for a table
+ * a view or a subquery reads, once the planner has pulled that up into the
+ * query), and the relation hook takes it out of inheritance expansion as
+ * the relation is built (the expansion is what opens the partitions); the
+ * path hook gives the table, now a relation without children, the lookup
+ * scan of lookup.c as its only path.  Why this is safe, and what the scan
+ * reads, is src/README, "Lookups".
  *
  * Whether to take the path is decided before the partitions would be
- * expanded, since the alternative cannot be costed without opening every
- * partition: the path is taken when the key is bound, unless the
- * partition key is bound too (PostgreSQL then prunes to one partition) or
- * gunique.enable_lookup is off.  If the table's paths are never asked
- * for, or its clauses do not bind the key after all, the query is planned
- * again as PostgreSQL would.
+ * expanded, on cost: PostgreSQL's plan searches each key in every
+ * partition its pruning at planning keeps, which the relation hook asks
+ * PostgreSQL's pruning for without opening them (lookup_append_cheaper);
+ * so the path is taken when the key is bound and that pruning keeps more
+ * than one partition, unless gunique.enable_lookup is off.  If the
+ * table's paths are never asked for, or its clauses do not bind the key
+ * after all, the query is planned again as PostgreSQL would.  An UPDATE
+ * or DELETE by the key is pruned to the key's partition instead
+ * (keyprune.c).
  *
  *-------------------------------------------------------------------------
  */
@@ -48,6 +51,7 @@
 #include "parser/parse_coerce.h"
 #include "parser/parsetree.h"
 #include "partitioning/partdesc.h"
+#include "partitioning/partprune.h"
 #include "rewrite/rewriteManip.h"
 #include "utils/array.h"
 #include "utils/guc.h"
@@ -100,6 +104,7 @@ typedef struct LookupMark
 	Oid			indexoid;
 	bool		planned;		/* the path hook gave it the lookup path */
 	bool		failed;			/* a root of the planning could not */
+	bool		declined;		/* PostgreSQL's plan costs less */
 } LookupMark;
 
 /*
@@ -578,8 +583,9 @@ lookup_query_fits(Query *parse)
  * entry rti of the query, a partitioned table in its FROM read whole (not
  * ONLY, no TABLESAMPLE), given the clauses that hold for its rows; or
  * InvalidOid: no clause binds the key of one of its gunique indexes, or
- * the clauses bind its whole partition key, or the query reads a system
- * column of it that the scan cannot give.
+ * the query reads a system column of it that the scan cannot give.  (The
+ * relation hook still declines it where PostgreSQL's plan costs less:
+ * lookup_append_cheaper.)
  */
 static Oid
 lookup_mark_table(Query *parse, Index rti, RangeTblEntry *rte, List *clauses)
@@ -600,9 +606,8 @@ lookup_mark_table(Query *parse, Index rti, RangeTblEntry *rte, List *clauses)
 		return InvalidOid;
 	/* locked by the rewriter, or by the plan cache before replanning */
 	table = table_open(rte->relid, NoLock);
-	if (!lookup_partition_key_bound(table, rti, clauses))
-		indexoid = lookup_find_index(table, rti, clauses,
-									 rte->securityQuals != NIL, NULL);
+	indexoid = lookup_find_index(table, rti, clauses,
+								 rte->securityQuals != NIL, NULL);
 	table_close(table, NoLock);
 	return indexoid;
 }
@@ -828,11 +833,7 @@ lookup_planner(Query *parse, const char *query_string, int cursorOptions,
 	else if (gunique_enable_lookup)
 		this.prune = lookup_prune_query(parse, boundParams);
 	if (this.marks != NIL || this.nested || this.prune != NULL)
-	{
 		copy = copyObject(parse);
-		foreach(lc, this.marks)
-			rt_fetch(((LookupMark *) lfirst(lc))->rti, parse->rtable)->inh = false;
-	}
 	result = lookup_call_planner(&this, parse, query_string, cursorOptions,
 								 boundParams);
 
@@ -841,7 +842,7 @@ lookup_planner(Query *parse, const char *query_string, int cursorOptions,
 	{
 		LookupMark *mark = (LookupMark *) lfirst(lc);
 
-		complete &= mark->planned && !mark->failed;
+		complete &= (mark->planned && !mark->failed) || mark->declined;
 	}
 	if (!complete)
 		result = lookup_plan_untouched(copy, query_string, cursorOptions,
@@ -854,18 +855,72 @@ lookup_planner(Query *parse, const char *query_string, int cursorOptions,
 	return gunique_onconflict_plan(result);
 }
 
+/* What a btree search for one key costs, in either plan. */
+static Cost
+lookup_probe_cost(void)
+{
+	return 2 * random_page_cost + cpu_index_tuple_cost + cpu_tuple_cost;
+}
+
 /*
- * A partitioned table that a subquery read (a view, a subquery in FROM,
- * EXISTS), now pulled up into the query, about to be expanded: if the
- * clauses that hold for its rows bind a gunique key, take it out of
- * expansion as the planner hook does for the query's own tables, and
- * forget the partitioning that get_relation_info found for it, which a
- * relation that is not expanded does not have.  PostgreSQL reads rte->inh again only
- * after this (add_other_rels_to_query and later), for a relation of the
- * query being planned.  The same marks follow (lookup_set_rel_pathlist,
- * and the planner hook's check that every mark got its path).  In the
- * planning of an UPDATE or DELETE by the key, the relations of its query
- * go to keyprune.c instead, which prunes the table's partitions.
+ * Would PostgreSQL's plan of the table cost less than the lookup?  Its
+ * plan searches each key in every partition that pruning at planning
+ * keeps: PostgreSQL's own pruning (prune_append_rel_partitions) on the
+ * clauses of the query that name the table alone, as they will be its
+ * restriction clauses, without opening a partition.  The lookup searches
+ * each key where its summaries cannot rule it out, usually one partition,
+ * after reading a group's filter and some summaries (LOOKUP_FILTER_READS
+ * operators' worth).  So PostgreSQL's plan wins only where pruning keeps
+ * one partition or none; partitions pruned at execution (parameters of a
+ * generic plan, stable functions) are still planned and locked, and are
+ * counted.
+ */
+#define LOOKUP_FILTER_READS 10
+
+static bool
+lookup_append_cheaper(PlannerInfo *root, RelOptInfo *rel, List *clauses)
+{
+	List	   *saved = rel->baserestrictinfo;
+	List	   *own = NIL;
+	Cost		append_cost;
+	Cost		lookup_cost;
+	ListCell   *lc;
+
+	if (rel->part_scheme == NULL || rel->nparts <= 0)
+		return false;
+	foreach(lc, clauses)
+	{
+		Node	   *clause = (Node *) lfirst(lc);
+		Relids		relids = pull_varnos(root, clause);
+
+		if (bms_is_empty(relids) || !bms_equal(relids, rel->relids) ||
+			contain_volatile_functions(clause) || contain_subplans(clause) ||
+			checkExprHasSubLink(clause))
+			continue;
+		own = lappend(own, make_simple_restrictinfo(root, (Expr *) clause));
+	}
+	rel->baserestrictinfo = own;
+	append_cost = bms_num_members(prune_append_rel_partitions(rel)) *
+		lookup_probe_cost();
+	rel->baserestrictinfo = saved;
+	lookup_cost = lookup_probe_cost() + LOOKUP_FILTER_READS * cpu_operator_cost;
+	return append_cost < lookup_cost;
+}
+
+/*
+ * A partitioned table of the query being planned, about to be expanded:
+ * one the planner hook marked, or one that a subquery read (a view, a
+ * subquery in FROM, EXISTS), now pulled up into the query, whose clauses
+ * bind a gunique key (marked here).  Unless PostgreSQL's plan costs less
+ * (lookup_append_cheaper: the mark is declined), take it out of expansion
+ * and forget the partitioning that get_relation_info found for it, which
+ * a relation that is not expanded does not have.  PostgreSQL reads
+ * rte->inh again only after this (add_other_rels_to_query and later), for
+ * a relation of the query being planned.  The same marks follow
+ * (lookup_set_rel_pathlist, and the planner hook's check that every mark
+ * got its path).  In the planning of an UPDATE or DELETE by the key, the
+ * relations of its query go to keyprune.c instead, which prunes the
+ * table's partitions.
  */
 static void
 lookup_get_relation_info(PlannerInfo *root, Oid relationObjectId,
@@ -873,6 +928,7 @@ lookup_get_relation_info(PlannerInfo *root, Oid relationObjectId,
 {
 	RangeTblEntry *rte;
 	LookupMark *mark = NULL;
+	List	   *clauses;
 	ListCell   *lc;
 
 	if (prev_get_relation_info_hook)
@@ -886,29 +942,36 @@ lookup_get_relation_info(PlannerInfo *root, Oid relationObjectId,
 			gunique_keyprune_relation(planning->prune, root, rel);
 		return;
 	}
-	if (planning == NULL || !planning->nested || !inhparent ||
-		root->query_level != 1 || rel->reloptkind != RELOPT_BASEREL)
+	if (planning == NULL || (planning->marks == NIL && !planning->nested) ||
+		!inhparent || root->query_level != 1 ||
+		rel->reloptkind != RELOPT_BASEREL)
 		return;
 	if (planning->glob == NULL)
 		planning->glob = root->glob;
 	if (root->glob != planning->glob)
 		return;
 	rte = planner_rt_fetch(rel->relid, root);
+	clauses = lookup_unconditional_quals((Node *) root->parse->jointree, NIL);
 	foreach(lc, planning->marks)
 		if (((LookupMark *) lfirst(lc))->rti == rel->relid)
 			mark = (LookupMark *) lfirst(lc);
-	if (mark == NULL)
+	if (mark == NULL && planning->nested)
 	{
-		Node	   *jointree = (Node *) root->parse->jointree;
 		Oid			indexoid = InvalidOid;
 
 		if (lookup_query_fits(root->parse))
 			indexoid = lookup_mark_table(root->parse, rel->relid, rte,
-										 lookup_unconditional_quals(jointree,
-																	NIL));
+										 clauses);
 		if (!OidIsValid(indexoid))
 			return;
-		(void) lookup_mark_add(&planning->marks, rel->relid, indexoid);
+		mark = lookup_mark_add(&planning->marks, rel->relid, indexoid);
+	}
+	if (mark == NULL || mark->declined)
+		return;
+	if (lookup_append_cheaper(root, rel, clauses))
+	{
+		mark->declined = true;
+		return;
 	}
 	rte->inh = false;
 	rel->part_scheme = NULL;
@@ -946,8 +1009,7 @@ lookup_estimate(PlannerInfo *root, RelOptInfo *rel, LookupBinding *binding,
 	rel->rows = clamp_row_est(nkeys);
 	path->path.rows = rel->rows;
 	path->path.startup_cost = 0;
-	path->path.total_cost = nkeys * (2 * random_page_cost + cpu_index_tuple_cost +
-									 cpu_tuple_cost +
+	path->path.total_cost = nkeys * (lookup_probe_cost() +
 									 rel->baserestrictcost.per_tuple);
 }
 

@@ -427,10 +427,10 @@ gunique_keyprune_relation(GuniqueKeyPrune *prune, PlannerInfo *root,
 
 /*
  * The plan of an UPDATE or DELETE whose table was given the clause: put
- * the check above the scan its ModifyTable reads.  NULL if the plan is not
+ * the check above the scan its ModifyTable reads.  False if the plan is not
  * that (the caller plans again, unpruned).
  */
-PlannedStmt *
+bool
 gunique_keyprune_plan(GuniqueKeyPrune *prune, PlannedStmt *stmt,
 					  Query *original, int cursorOptions)
 {
@@ -440,10 +440,10 @@ gunique_keyprune_plan(GuniqueKeyPrune *prune, PlannedStmt *stmt,
 	ListCell   *lc;
 
 	if (prune->table == NULL)
-		return stmt;
+		return true;
 	if (mt == NULL || !IsA(mt, ModifyTable) || mt->plan.lefttree == NULL ||
 		(mt->operation != CMD_UPDATE && mt->operation != CMD_DELETE))
-		return NULL;
+		return false;
 	foreach(lc, mt->resultRelations)
 		parts = lappend_oid(parts,
 							rt_fetch(lfirst_int(lc), stmt->rtable)->relid);
@@ -454,7 +454,7 @@ gunique_keyprune_plan(GuniqueKeyPrune *prune, PlannedStmt *stmt,
 				   original, makeInteger(cursorOptions));
 	/* a change to the index plans again, as for lookups */
 	stmt->relationOids = lappend_oid(stmt->relationOids, prune->indexoid);
-	return stmt;
+	return true;
 }
 
 /* The check of a plan, if it has one. */

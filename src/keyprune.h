@@ -26,8 +26,7 @@ extern GuniqueKeyPrune *gunique_keyprune_begin(Relation table, Index rti,
 											   ParamListInfo boundParams);
 extern void gunique_keyprune_relation(GuniqueKeyPrune *prune,
 									  PlannerInfo *root, RelOptInfo *rel);
-extern PlannedStmt *gunique_keyprune_plan(GuniqueKeyPrune *prune,
-										  PlannedStmt *stmt, Query *original,
-										  int cursorOptions);
+extern bool gunique_keyprune_plan(GuniqueKeyPrune *prune, PlannedStmt *stmt,
+								  Query *original, int cursorOptions);
 
 #endif							/* GUNIQUE_KEYPRUNE_H */

@@ -848,10 +848,9 @@ lookup_planner(Query *parse, const char *query_string, int cursorOptions,
 		result = lookup_plan_untouched(copy, query_string, cursorOptions,
 									   boundParams);
 	else if (this.prune != NULL &&
-			 gunique_keyprune_plan(this.prune, result, copy,
-								   cursorOptions) == NULL)
-		result = lookup_plan_untouched(copyObject(copy), query_string,
-									   cursorOptions, boundParams);
+			 !gunique_keyprune_plan(this.prune, result, copy, cursorOptions))
+		result = lookup_plan_untouched(copy, query_string, cursorOptions,
+									   boundParams);
 	return gunique_onconflict_plan(result);
 }
 

@@ -15,11 +15,21 @@
  * insert that was under a key lock when it started has finished
  * (src/README, invariant 6).
  *
+ * Beside each lock is a count of pending upserts: ON CONFLICT DO NOTHING
+ * checks (onconflict.c) that found nothing for a key under the lock and
+ * hold its upsert lock until their insert is in.  An inserter reads the
+ * count under the key lock, just before it would insert, and waits for the
+ * upsert lock if it is not zero; the check, having raised the count, waits
+ * out the key's lock before it looks for the key.  Why that makes the check
+ * and a plain insert of the key see one another: src/README, "ON CONFLICT
+ * DO NOTHING", point 5.
+ *
  *-------------------------------------------------------------------------
  */
 #include "postgres.h"
 
 #include "common/hashfn.h"
+#include "port/atomics.h"
 #include "storage/lwlock.h"
 #include "storage/shmem.h"
 
@@ -27,26 +37,102 @@
 
 #define GUNIQUE_KEYLOCKS	1024	/* a power of two */
 
+/* A count alone in its cache line: upserts of one key do not slow others. */
+typedef union PendingUpserts
+{
+	pg_atomic_uint32 count;
+	char		pad[PG_CACHE_LINE_SIZE];
+} PendingUpserts;
+
 static LWLockPadded *keylocks = NULL;
+static PendingUpserts *pending = NULL;
+
+static Size
+pending_size(void)
+{
+	return mul_size(GUNIQUE_KEYLOCKS, sizeof(PendingUpserts));
+}
 
 void
 gunique_keylock_shmem_request(void)
 {
 	RequestNamedLWLockTranche("gunique key locks", GUNIQUE_KEYLOCKS);
+	RequestAddinShmemSpace(pending_size());
 }
 
 void
 gunique_keylock_shmem_startup(void)
 {
+	bool		found;
+
 	keylocks = GetNamedLWLockTranche("gunique key locks");
+	pending = ShmemInitStruct("gunique pending upserts", pending_size(),
+							  &found);
+	if (!found)
+		for (int i = 0; i < GUNIQUE_KEYLOCKS; i++)
+			pg_atomic_init_u32(&pending[i].count, 0);
+}
+
+static inline uint32
+keylock_slot(Oid topindex, uint32 keyhash)
+{
+	uint32		h = hash_combine(murmurhash32((uint32) topindex), keyhash);
+
+	return h & (GUNIQUE_KEYLOCKS - 1);
 }
 
 LWLock *
 gunique_keylock_for(Oid topindex, uint32 keyhash)
 {
-	uint32		h = hash_combine(murmurhash32((uint32) topindex), keyhash);
+	return &keylocks[keylock_slot(topindex, keyhash)].lock;
+}
 
-	return &keylocks[h & (GUNIQUE_KEYLOCKS - 1)].lock;
+/*
+ * An upsert check of a key (its hash as the key lock's) passed, and holds
+ * its upsert lock: count it until the lock goes.  The atomic add is a full
+ * barrier, so the count is raised before the caller waits out the key's
+ * lock.
+ */
+void
+gunique_keylock_upsert_begin(Oid topindex, uint32 keyhash)
+{
+	(void) pg_atomic_fetch_add_u32(&pending[keylock_slot(topindex,
+														  keyhash)].count, 1);
+}
+
+void
+gunique_keylock_upsert_end(Oid topindex, uint32 keyhash)
+{
+	(void) pg_atomic_fetch_sub_u32(&pending[keylock_slot(topindex,
+														  keyhash)].count, 1);
+}
+
+/*
+ * Does an upsert check of a key under this key lock hold its upsert lock?
+ * Read under the key lock, whose acquisition was a barrier.  Keys that
+ * share a lock share the count, which costs a needless wait, never a
+ * missed one.
+ */
+bool
+gunique_keylock_upserts_pending(Oid topindex, uint32 keyhash)
+{
+	return pg_atomic_read_u32(&pending[keylock_slot(topindex,
+													 keyhash)].count) != 0;
+}
+
+/*
+ * Wait until whoever holds the key's lock now has released it: an inserter
+ * that read no pending upsert under it has then inserted its entry, or
+ * given up (it never waits with the lock held).  The caller holds no key
+ * lock.
+ */
+void
+gunique_keylock_wait_out(Oid topindex, uint32 keyhash)
+{
+	LWLock	   *lock = gunique_keylock_for(topindex, keyhash);
+
+	LWLockAcquire(lock, LW_SHARED);
+	LWLockRelease(lock);
 }
 
 /*

@@ -53,6 +53,17 @@ extern void gunique_keymap_image(GuniqueKeyImage *image, GuniqueKeyMap *map,
 								 Datum *values, bool *isnull);
 extern uint64 gunique_keymap_order(Oid typid, Datum value);
 
+/*
+ * The 32 bits of a key's hash that its key lock, upsert lock and pending
+ * upsert count are picked by (keylock.c, onconflict.c); 0 for a key
+ * without a hash.
+ */
+static inline uint32
+gunique_keymap_lock_hash(GuniqueKeyImage *image)
+{
+	return image->hashed ? (uint32) (image->hash ^ (image->hash >> 32)) : 0;
+}
+
 /* Does the map give keys any image at all? */
 static inline bool
 gunique_keymap_kept(GuniqueKeyMap *map)

@@ -67,6 +67,7 @@
 #include "commands/explain_format.h"
 #include "commands/explain_state.h"
 #endif
+#include "keylock.h"
 #include "keymap.h"
 #include "lookup.h"
 #include "onconflict.h"
@@ -165,10 +166,20 @@ gunique_onconflict_release_locks(Oid top)
 {
 }
 
+void
+gunique_onconflict_release_waits(Oid top)
+{
+}
+
 bool
-gunique_onconflict_checking(Oid top)
+gunique_onconflict_must_wait(Oid top, uint32 hash)
 {
 	return false;
+}
+
+void
+gunique_onconflict_wait(Oid top, uint32 hash)
+{
 }
 
 #else
@@ -177,12 +188,19 @@ gunique_onconflict_checking(Oid top)
  * Upsert locks: heavyweight locks on (top index, key hash), in the
  * advisory lock space with a field4 of our own (pg_advisory_lock uses 1
  * and 2), so that pg_locks shows them and the deadlock detector sees them.
+ * A check that passed holds its key's in ExclusiveLock, counted as a
+ * pending upsert beside the key lock (keylock.c); an inserter that finds
+ * the count raised waits for it in ShareLock and holds that until its
+ * insert, so that no check passes in between (src/README, "ON CONFLICT DO
+ * NOTHING", point 5).
  */
 #define UPSERT_LOCK_FIELD4	0x6775
 
 typedef struct HeldUpsertLock
 {
-	LOCKTAG		tag;			/* field2 is the tree's top index */
+	LOCKTAG		tag;			/* field2 is the tree's top index, field3
+								 * the key's hash */
+	LOCKMODE	mode;			/* ExclusiveLock: counted as pending */
 	SubTransactionId subid;		/* taken in this subtransaction */
 	ResourceOwner owner;		/* and under this owner */
 } HeldUpsertLock;
@@ -191,21 +209,6 @@ typedef struct HeldUpsertLock
 
 static HeldUpsertLock held_locks[MAX_HELD_UPSERT_LOCKS];
 static int	nheld_locks = 0;
-
-/*
- * The trees whose keys a running conflict check checks (nested statements
- * may run their own), for the probe's hint.
- */
-typedef struct ActiveCheck
-{
-	Oid			top;
-	SubTransactionId subid;
-} ActiveCheck;
-
-#define MAX_ACTIVE_CHECKS 64
-
-static ActiveCheck active_checks[MAX_ACTIVE_CHECKS];
-static int	nactive_checks = 0;
 
 /* What the plan gives the check in custom_private: the indexes to check. */
 #define CONFLICT_CHECK_NAME "GuniqueConflictCheck"
@@ -255,12 +258,26 @@ static const CustomExecMethods conflict_exec_methods = {
 };
 
 /*
- * Release the upsert locks held for the keys of a tree (InvalidOid: of
- * every tree), each under the resource owner that took it: a release
- * may come from a subtransaction the lock was not taken in.
+ * A held upsert lock is forgotten: a passed check's is no longer pending.
+ * Its count is lowered before the lock goes, which is safe: the check's
+ * entry is in its leaf by then, or it never inserts.
  */
 static void
-upsert_locks_release(Oid top)
+upsert_lock_forget(HeldUpsertLock *held)
+{
+	if (held->mode == ExclusiveLock)
+		gunique_keylock_upsert_end(held->tag.locktag_field2,
+								   held->tag.locktag_field3);
+}
+
+/*
+ * Release the upsert locks held for the keys of a tree (InvalidOid: of
+ * every tree), in any mode or only in ShareLock, each under the resource
+ * owner that took it: a release may come from a subtransaction the lock
+ * was not taken in.
+ */
+static void
+upsert_locks_release_mode(Oid top, bool shared_only)
 {
 	ResourceOwner saved = CurrentResourceOwner;
 	int			kept = 0;
@@ -269,20 +286,33 @@ upsert_locks_release(Oid top)
 	{
 		HeldUpsertLock *held = &held_locks[i];
 
-		if (OidIsValid(top) && held->tag.locktag_field2 != top)
+		if ((OidIsValid(top) && held->tag.locktag_field2 != top) ||
+			(shared_only && held->mode != ShareLock))
 		{
 			held_locks[kept++] = *held;
 			continue;
 		}
+		upsert_lock_forget(held);
 		CurrentResourceOwner = held->owner;
-		LockRelease(&held->tag, ExclusiveLock, false);
+		LockRelease(&held->tag, held->mode, false);
 		CurrentResourceOwner = saved;
 	}
 	nheld_locks = kept;
 }
 
 static void
-upsert_lock_acquire(Oid top, uint32 hash)
+upsert_locks_release(Oid top)
+{
+	upsert_locks_release_mode(top, false);
+}
+
+/*
+ * Take an upsert lock and remember it.  A check's (ExclusiveLock) is
+ * counted as pending from then on; nothing between the lock and the count
+ * can fail.
+ */
+static void
+upsert_lock_acquire(Oid top, uint32 hash, LOCKMODE mode)
 {
 	HeldUpsertLock *held;
 
@@ -295,10 +325,13 @@ upsert_lock_acquire(Oid top, uint32 hash)
 	held = &held_locks[nheld_locks];
 	SET_LOCKTAG_ADVISORY(held->tag, MyDatabaseId, top, hash,
 						 UPSERT_LOCK_FIELD4);
+	held->mode = mode;
 	held->subid = GetCurrentSubTransactionId();
 	held->owner = CurrentResourceOwner;
-	(void) LockAcquire(&held->tag, ExclusiveLock, false, false);
+	(void) LockAcquire(&held->tag, mode, false, false);
 	nheld_locks++;
+	if (mode == ExclusiveLock)
+		gunique_keylock_upsert_begin(top, hash);
 }
 
 /*
@@ -313,52 +346,68 @@ gunique_onconflict_release_locks(Oid top)
 		upsert_locks_release(top);
 }
 
-static void
-active_checks_push(Oid top)
-{
-	if (nactive_checks == MAX_ACTIVE_CHECKS)
-		return;					/* only the probe's hint reads them */
-	active_checks[nactive_checks].top = top;
-	active_checks[nactive_checks].subid = GetCurrentSubTransactionId();
-	nactive_checks++;
-}
-
-static void
-active_checks_pop(Oid top)
-{
-	for (int i = nactive_checks - 1; i >= 0; i--)
-		if (active_checks[i].top == top)
-		{
-			active_checks[i] = active_checks[--nactive_checks];
-			return;
-		}
-}
-
 /*
- * Does a running conflict check of ON CONFLICT DO NOTHING check the keys
- * of this tree?  Then a conflict in another partition that a probe finds
- * may be a plain insert's, made after the check.
+ * An inserter holding upsert locks in ShareLock is about to wait for a
+ * relation lock: it lets them go, and takes them again before its insert.
  */
-bool
-gunique_onconflict_checking(Oid top)
+void
+gunique_onconflict_release_waits(Oid top)
 {
-	for (int i = 0; i < nactive_checks; i++)
-		if (active_checks[i].top == top)
+	if (nheld_locks > 0)
+		upsert_locks_release_mode(top, true);
+}
+
+/* Does this backend hold the upsert lock of the key, in any mode? */
+static bool
+upsert_lock_held(Oid top, uint32 hash)
+{
+	for (int i = 0; i < nheld_locks; i++)
+		if (held_locks[i].tag.locktag_field2 == top &&
+			held_locks[i].tag.locktag_field3 == hash)
 			return true;
 	return false;
 }
 
-/* The transaction's end released the locks, and ended the checks. */
-static void
-upsert_xact_callback(XactEvent event, void *arg)
+/*
+ * Under the key lock, just before an insert of a key into a tree: has a
+ * check of ON CONFLICT DO NOTHING passed for the key (or one sharing its
+ * count) that is not this backend's, and not inserted yet?  Then the
+ * inserter must wait for it (gunique_onconflict_wait) before it inserts.
+ * "hash" is the upsert lock's: the key image's, folded, or 0.
+ */
+bool
+gunique_onconflict_must_wait(Oid top, uint32 hash)
 {
-	nheld_locks = 0;
-	nactive_checks = 0;
+	return gunique_keylock_upserts_pending(top, hash) &&
+		!upsert_lock_held(top, hash);
 }
 
 /*
- * A subtransaction's abort released the locks taken in it, and ended the
- * checks begun in it; its commit leaves them to its parent.
+ * With the key lock released: wait for the key's upsert lock in ShareLock,
+ * and hold it until the insert into the tree, or a wait, releases it (as a
+ * check's own).  No check passes for the key while it is held.
+ */
+void
+gunique_onconflict_wait(Oid top, uint32 hash)
+{
+	upsert_lock_acquire(top, hash, ShareLock);
+}
+
+/*
+ * The transaction's end released the locks: no check of this backend is
+ * pending any longer.
+ */
+static void
+upsert_xact_callback(XactEvent event, void *arg)
+{
+	for (int i = 0; i < nheld_locks; i++)
+		upsert_lock_forget(&held_locks[i]);
+	nheld_locks = 0;
+}
+
+/*
+ * A subtransaction's abort released the locks taken in it; its commit
+ * leaves them to its parent.
  */
 static void
 upsert_subxact_callback(SubXactEvent event, SubTransactionId mySubid,
@@ -373,24 +422,15 @@ upsert_subxact_callback(SubXactEvent event, SubTransactionId mySubid,
 		if (held_locks[i].subid == mySubid)
 		{
 			if (event == SUBXACT_EVENT_ABORT_SUB)
+			{
+				upsert_lock_forget(&held_locks[i]);
 				continue;
+			}
 			held_locks[i].subid = parentSubid;
 		}
 		held_locks[kept++] = held_locks[i];
 	}
 	nheld_locks = kept;
-	kept = 0;
-	for (int i = 0; i < nactive_checks; i++)
-	{
-		if (active_checks[i].subid == mySubid)
-		{
-			if (event == SUBXACT_EVENT_ABORT_SUB)
-				continue;
-			active_checks[i].subid = parentSubid;
-		}
-		active_checks[kept++] = active_checks[i];
-	}
-	nactive_checks = kept;
 }
 
 /* Does any column the index reads have a generated value? */
@@ -588,8 +628,6 @@ conflict_begin(CustomScanState *node, EState *estate, int eflags)
 			state->nchecked++;
 	}
 	table_close(table, NoLock);
-	for (int i = 0; i < state->nchecked; i++)
-		active_checks_push(state->checked[i].top);
 	/* it returns its child's slots */
 	node->ss.ps.resultopsfixed = false;
 }
@@ -666,9 +704,22 @@ conflict_check_key(ConflictCheckState *state, CheckedIndex *ci,
 	 */
 	if (!gunique_lookup_reader_find(ci->reader, values, isnull, &hit))
 	{
+		uint32		hash;
+
 		gunique_keymap_image(&image, &ci->map, values, isnull);
-		upsert_lock_acquire(ci->top, image.hashed ?
-							(uint32) (image.hash ^ (image.hash >> 32)) : 0);
+		hash = gunique_keymap_lock_hash(&image);
+		upsert_lock_acquire(ci->top, hash, ExclusiveLock);
+
+		/*
+		 * Counted as pending: an inserter of the key that had not seen the
+		 * count has its entry in by the time its key lock is free (a key
+		 * without a hash takes a key lock this check cannot name: every
+		 * lock, then).  The lookup then finds it, or it waits for us.
+		 */
+		if (image.hashed)
+			gunique_keylock_wait_out(ci->top, hash);
+		else
+			gunique_keylock_barrier();
 		if (!gunique_lookup_reader_find(ci->reader, values, isnull, &hit))
 			return CHECK_CLEAR;
 	}
@@ -755,7 +806,6 @@ conflict_end(CustomScanState *node)
 	{
 		CheckedIndex *ci = &state->checked[i];
 
-		active_checks_pop(ci->top);
 		gunique_lookup_reader_end(ci->reader);
 		table_close(ci->toptable, NoLock);
 		index_close(ci->topindex, NoLock);

@@ -124,7 +124,7 @@ probe_lock_hash(ProbeGroup *pg, GuniqueKeyImage *key, Datum *values,
 				bool *isnull)
 {
 	if (key->hashed)
-		return (uint32) (key->hash ^ (key->hash >> 32));
+		return gunique_keymap_lock_hash(key);
 	return key_hash(pg, values, isnull);
 }
 
@@ -144,7 +144,7 @@ probe_lock_hash(ProbeGroup *pg, GuniqueKeyImage *key, Datum *values,
 static void
 report_conflict(Relation index, Relation heap, Relation holder,
 				ProbeFinding *finding, Datum *values, bool *isnull,
-				IndexUniqueCheck checkUnique, Oid topindex)
+				IndexUniqueCheck checkUnique)
 {
 	char	   *key_desc;
 	bool		elsewhere = RelationGetRelid(holder) != RelationGetRelid(heap);
@@ -163,9 +163,7 @@ report_conflict(Relation index, Relation heap, Relation holder,
 			 errdetail("Key %s already exists in partition \"%s\".",
 					   key_desc, RelationGetRelationName(holder)),
 			 !elsewhere || checkUnique != UNIQUE_CHECK_PARTIAL ? 0 :
-			 gunique_onconflict_checking(topindex) ?
-			 errhint("Another transaction may have inserted the key into another partition, without ON CONFLICT, after this statement checked for it.") :
-			 errhint("ON CONFLICT DO UPDATE, and DO NOTHING where a trigger or a generated column may change the key, resolve conflicts only within the partition the new row goes to; use MERGE or UPDATE for a row that may be in another partition."),
+			 errhint("ON CONFLICT skips a row whose key another partition holds only for DO NOTHING, and not where the key has a null column or a trigger or a generated column may change it; use MERGE or UPDATE for a row that may be in another partition."),
 			 errtableconstraint(heap, RelationGetRelationName(index))));
 }
 
@@ -740,15 +738,38 @@ typedef enum ProbeOutcome
 } ProbeOutcome;
 
 /*
+ * Under the key lock, nothing found: has a check of ON CONFLICT DO NOTHING
+ * passed for the key, and not inserted yet (onconflict.c)?  Then release
+ * the key lock, wait for the check's upsert lock, and return true to look
+ * again, holding it; the check's entry may be in by then.  An inserter
+ * whose entry is in own leaf already (it waits for a holder there) needs
+ * no such wait: a check that passes after it finds its entry (src/README,
+ * "ON CONFLICT DO NOTHING", point 5).
+ */
+static bool
+probe_upsert_pending(GuniqueProbe *probe, ProbeGroup *pg,
+					 GuniqueKeyImage *key, bool entry_in_place)
+{
+	uint32		hash = gunique_keymap_lock_hash(key);
+
+	if (entry_in_place || !gunique_onconflict_must_wait(pg->topindex, hash))
+		return false;
+	LWLockRelease(probe->keylock);
+	gunique_onconflict_wait(pg->topindex, hash);
+	return true;
+}
+
+/*
  * Look for the probe's key in the other leaves of its group, waiting for
- * holders in progress with the key lock released, until none holds it.
- * The statement's scans of the group's leaves are opened (and the tree
- * locked) before the key lock is taken.  A violation is reported.  Sets
- * probe->pg, probe->keylock and *key unless it returns PROBE_ALONE.
+ * holders in progress with the key lock released, until none holds it,
+ * and for a pending upsert of the key.  The statement's scans of the
+ * group's leaves are opened (and the tree locked) before the key lock is
+ * taken, with no upsert lock held in ShareLock.  A violation is reported.
+ * Sets probe->pg, probe->keylock and *key unless it returns PROBE_ALONE.
  */
 static ProbeOutcome
 probe_others(GuniqueProbe *probe, bool indexUnchanged, GuniqueKeyImage *key,
-			 uint64 *counts)
+			 uint64 *counts, bool entry_in_place)
 {
 	uint64		saved[GUNIQUE_NSTATS];
 
@@ -801,10 +822,16 @@ probe_others(GuniqueProbe *probe, bool indexUnchanged, GuniqueKeyImage *key,
 								  &subs, &unready);
 			gunique_probescan_leave(&cxt);
 			if (outcome == LIGHT_CLEAR)
-				return PROBE_CLEAR;
+			{
+				if (!probe_upsert_pending(probe, pg, key, entry_in_place))
+					return PROBE_CLEAR;
+				memcpy(counts, saved, sizeof(saved));
+				continue;
+			}
 			if (outcome != LIGHT_SEARCHED)
 			{
 				LWLockRelease(probe->keylock);
+				gunique_onconflict_release_waits(pg->topindex);
 				memcpy(counts, saved, sizeof(saved));
 				if (outcome == LIGHT_OPEN)
 					gunique_probegroup_light_open(pg, tags, subs);
@@ -824,12 +851,18 @@ probe_others(GuniqueProbe *probe, bool indexUnchanged, GuniqueKeyImage *key,
 		{
 			/* make the scan ready without the key lock, then look again */
 			LWLockRelease(probe->keylock);
+			gunique_onconflict_release_waits(pg->topindex);
 			memcpy(counts, saved, sizeof(saved));
 			gunique_probescan_prepare(pg->stmt, unready);
 			continue;
 		}
 		if (!OidIsValid(conflict) && !TransactionIdIsValid(finding.xwait))
-			return PROBE_CLEAR;
+		{
+			if (!probe_upsert_pending(probe, pg, key, entry_in_place))
+				return PROBE_CLEAR;
+			memcpy(counts, saved, sizeof(saved));
+			continue;
+		}
 		LWLockRelease(probe->keylock);
 
 		if (OidIsValid(conflict))
@@ -839,8 +872,7 @@ probe_others(GuniqueProbe *probe, bool indexUnchanged, GuniqueKeyImage *key,
 			counts[GUNIQUE_STAT_CONFLICTS]++;
 			gunique_stats_add(probe->index, counts);
 			report_conflict(probe->index, probe->heap, holder, &finding,
-							probe->values, probe->isnull, probe->checkUnique,
-							pg->topindex);
+							probe->values, probe->isnull, probe->checkUnique);
 		}
 		counts[GUNIQUE_STAT_WAITS]++;
 		/* never wait holding an upsert lock (onconflict.c) */
@@ -892,7 +924,7 @@ gunique_probe_before_insert(GuniqueProbe *probe, Relation index,
 		elog(ERROR, "gunique index \"%s\" cannot be rechecked as deferred",
 			 RelationGetRelationName(index));
 
-	switch (probe_others(probe, indexUnchanged, &key, counts))
+	switch (probe_others(probe, indexUnchanged, &key, counts, false))
 	{
 		case PROBE_ALONE:
 			before_unprobed(probe, probe->pg->own_summary, values, isnull,
@@ -948,14 +980,18 @@ own_leaf_release(GuniqueProbe *probe, TransactionId xid, uint64 *counts,
 					   probe->heap_tid, xid);
 	LWLockRelease(probe->keylock);
 	if (unready != NULL)
+	{
+		/* an entry in place needs no upsert lock (probe_upsert_pending) */
+		gunique_onconflict_release_waits(probe->pg->topindex);
 		gunique_probescan_prepare(probe->pg->stmt, unready);
+	}
 	else
 	{
 		counts[GUNIQUE_STAT_WAITS]++;
 		gunique_onconflict_release_locks(probe->pg->topindex);
 		probe_wait(finding);
 	}
-	if (probe_others(probe, false, &key, counts) == PROBE_ALONE)
+	if (probe_others(probe, false, &key, counts, true) == PROBE_ALONE)
 		LWLockAcquire(probe->keylock, LW_EXCLUSIVE);
 }
 
@@ -1007,7 +1043,7 @@ own_leaf_resolve(GuniqueProbe *probe)
 				gunique_stats_add(probe->index, counts);
 				report_conflict(probe->index, probe->heap, probe->heap,
 								&finding, probe->values, probe->isnull,
-								probe->checkUnique, probe->pg->topindex);
+								probe->checkUnique);
 			}
 			own_leaf_release(probe, xid, counts, &finding, NULL);
 		}

@@ -40,6 +40,11 @@
 # workload really makes clients insert the same new id into different
 # partitions at the same time.
 #
+# Then upserts race plain inserts of the same new ids into other partitions
+# ("race" below): neither kind of statement may get in the other's way but
+# as PostgreSQL's would (an upsert never fails, a plain insert fails only
+# on an id that is held), and every id tried ends up held exactly once.
+#
 # Before PostgreSQL 18 (without the core change of contrib-patches/), any
 # INSERT ... ON CONFLICT on a table with a gunique index is refused, and
 # the test checks that the workload's statement is refused with gunique's
@@ -301,6 +306,95 @@ SELECT count(*) FILTER (WHERE NOT refused(e.id,
 	'0', 'afterwards, a plain INSERT of a held id into another partition is a unique violation');
 is($node->safe_psql('postgres', 'SELECT count(*) FROM events'),
 	$nexpected, 'afterwards, the table still holds the expected rows');
+
+# Upserts racing plain inserts.  Each client's k-th transaction is, at
+# random, an upsert of 5 ids from [5k, 5k + 15) or a plain insert of one id
+# from [5k, 5k + 15) (in a function that catches the unique violation),
+# each row into a partition picked by client and id, so that clients,
+# which advance at about the same pace, try the same new ids at the same
+# time.  A CHECK constraint sleeps 2 ms for each upsert row, between the
+# upsert's check of the row and its insert: a plain insert of the id then
+# must wait for the upsert's row (an upsert lock in ShareLock, logged after
+# deadlock_timeout) and fail, where it used to get in first and make the
+# upsert fail.  Every id tried is logged; at the end each is held exactly
+# once, and no upsert failed (pgbench counts no failed transaction).
+$node->safe_psql(
+	'postgres', qq{
+CREATE FUNCTION widen(payload text) RETURNS boolean LANGUAGE plpgsql AS \$f\$
+BEGIN
+	IF payload = 'u' THEN PERFORM pg_sleep(0.002); END IF;
+	RETURN true;
+END
+\$f\$;
+CREATE TABLE race (id bigint NOT NULL, day date NOT NULL, payload text,
+				   CHECK (widen(payload))) PARTITION BY RANGE (day);
+SELECT format('CREATE TABLE race_%s PARTITION OF race FOR VALUES FROM (%L) TO (%L)',
+			  p, date '2026-01-01' + p * 10, date '2026-01-01' + (p + 1) * 10)
+  FROM generate_series(0, $nparts - 1) p \\gexec
+CREATE UNIQUE INDEX race_id ON race USING gunique (id);
+CREATE TABLE tried (id bigint, how text);
+CREATE FUNCTION plain_race(id bigint, day date) RETURNS boolean LANGUAGE plpgsql AS \$f\$
+BEGIN
+	INSERT INTO tried VALUES (id, 'plain');
+	BEGIN
+		INSERT INTO race VALUES (id, day, 'p');
+		RETURN true;
+	EXCEPTION WHEN unique_violation THEN
+		INSERT INTO tried VALUES (id, 'refused');
+		RETURN false;
+	END;
+END
+\$f\$;
+ALTER SYSTEM SET deadlock_timeout = '1ms';
+SELECT pg_reload_conf();
+});
+my $race_day = "date '2026-01-01' + ((i + :client_id) % $nparts)::int * 10";
+my $race_offset = -s $node->logfile;
+$node->pgbench(
+	"--no-vacuum --client=$clients --jobs=2 --transactions=150 --define=k=0",
+	0,
+	[
+		qr{number of transactions actually processed: 1500/1500},
+		qr{number of failed transactions: 0 }
+	],
+	[qr{^$}],
+	'race: pgbench completes all transactions with no client aborted',
+	{
+		'race_upsert.sql@1' => "\\set k :k + 1\n"
+		  . "\\set lo 5 * :k + random(0, 10)\n"
+		  . "INSERT INTO tried SELECT i, 'upsert' FROM generate_series(:lo::bigint, :lo::bigint + 4) i;\n"
+		  . "INSERT INTO race SELECT i, $race_day, 'u' FROM generate_series(:lo::bigint, :lo::bigint + 4) i ON CONFLICT DO NOTHING;\n",
+		'race_plain.sql@1' => "\\set k :k + 1\n"
+		  . "\\set i 5 * :k + random(0, 14)\n"
+		  . "SELECT plain_race(:i, " . ($race_day =~ s/\bi\b/:i/r) . ");\n"
+	});
+$log = slurp_file($node->logfile, $race_offset);
+my $share_waits = () = $log =~ /still waiting for ShareLock on advisory lock \[\d+,\d+,\d+,26485\]/g;
+my ($tried, $held, $distinct, $refused, $plain) = split /\|/, $node->safe_psql(
+	'postgres', q{
+SET enable_indexscan = off;
+SET enable_indexonlyscan = off;
+SET enable_bitmapscan = off;
+SELECT (SELECT count(DISTINCT id) FROM tried WHERE how <> 'refused'),
+	   (SELECT count(*) FROM race), (SELECT count(DISTINCT id) FROM race),
+	   (SELECT count(*) FROM tried WHERE how = 'refused'),
+	   (SELECT count(*) FROM tried WHERE how = 'plain')});
+note "race: $tried ids tried, $plain plain inserts ($refused refused), "
+  . "$share_waits waits of a plain insert for an upsert logged";
+is("$held|$distinct", "$tried|$tried", 'race: every id tried is held exactly once');
+is( $node->safe_psql(
+		'postgres', q{
+SELECT count(*) FROM (SELECT id FROM tried WHERE how <> 'refused' EXCEPT SELECT id FROM race) x}),
+	'0', 'race: no id tried is missing');
+cmp_ok($share_waits, '>', 0,
+	'race: plain inserts waited for pending upserts of their ids');
+unlike($log, qr/TRAP:|PANIC:|server process .* was terminated|terminated by signal/,
+	'race: no crash or assertion failure in the server log');
+is($node->safe_psql('postgres', q{
+SELECT format('%s %s %s', v.problem, v.relation, v.detail)
+FROM gunique_verify('race_id'::regclass, true) v}),
+	'', 'race: gunique_verify is clean');
+$node->safe_psql('postgres', 'ALTER SYSTEM RESET deadlock_timeout; SELECT pg_reload_conf();');
 
 # The negative control: the same batches (the first $naive_xacts of each
 # client) with a naive check let duplicates in, among them the same id in

@@ -200,4 +200,23 @@ INSERT INTO own1 VALUES (1, 1) ON CONFLICT DO NOTHING;
 INSERT INTO own1 VALUES (1, 1) ON CONFLICT DO NOTHING;
 SELECT * FROM own;
 
+-- 64 leaves or more: a speculative insertion probes light, from the
+-- list of the group's leaves by tag that every leaf's probes share; a row
+-- into many_0 makes the list first, and must not leave many_0 out of it
+-- for the row into many_5 whose key many_0 holds.
+CREATE TABLE many (id int, p int) PARTITION BY LIST (p);
+DO $$BEGIN
+	FOR i IN 0 .. 69 LOOP
+		EXECUTE format('CREATE TABLE many_%s PARTITION OF many FOR VALUES IN (%s)', i, i);
+	END LOOP;
+END$$;
+CREATE UNIQUE INDEX many_id ON many USING gunique (id);
+INSERT INTO many SELECT i, i % 70 FROM generate_series(1, 700) i;
+SELECT count(*) FROM (SELECT gunique_build_filters('many_id')) f;
+INSERT INTO many VALUES (1000, 0), (70, 5)
+  ON CONFLICT (id) DO UPDATE SET p = excluded.p;
+INSERT INTO many VALUES (1000, 0), (70, 5) ON CONFLICT DO NOTHING;
+SELECT tableoid::regclass, * FROM many WHERE id IN (70, 1000) ORDER BY id;
+SELECT count(*), count(DISTINCT id) FROM many;
+
 DROP SCHEMA goc CASCADE;

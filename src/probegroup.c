@@ -214,12 +214,14 @@ group_own(ProbeGroup *pg)
  * many leaves that the group's filter rules out reads nothing else, so the
  * group is made "light", without locking or opening any leaf but own
  * (which the executor has locked); only the tree's partitioned tables and
- * indexes are locked (src/README, "Light probes").
+ * indexes are locked (src/README, "Light probes").  So too for a
+ * speculative insertion, which leaves own leaf out: a light probe passes
+ * over own leaf anyway.
  */
 static bool
-group_light_possible(GuniqueLeafPlace *place, bool skip_self)
+group_light_possible(GuniqueLeafPlace *place)
 {
-	return !skip_self && gunique_key_filters &&
+	return gunique_key_filters &&
 		place->count >= GUNIQUE_GROUP_FILTER_MIN_LEAVES;
 }
 
@@ -381,8 +383,15 @@ group_fill(ProbeGroup *pg, Relation index, GuniqueScope *scope,
 	 */
 	if (pg->needed && light && place->count >= GUNIQUE_GROUP_TAG_MIN_LEAVES)
 		pg->ll = group_light_shared(pg->stmt, place->group, generation);
+	/*
+	 * A light group's list keeps own leaf, even for a speculative
+	 * insertion: the list is shared with the light groups of the other
+	 * leaves, for which it is not own.  Light probes pass over own leaf by
+	 * its index.
+	 */
 	if (pg->needed && pg->ll == NULL)
-		leaves = group_leaves(scope, place, pg->skip_self, &nleaves, &self);
+		leaves = group_leaves(scope, place, pg->skip_self && !light,
+							  &nleaves, &self);
 
 	pg->own_summary = gunique_summary_for(index);
 	if (pg->needed && light)
@@ -430,7 +439,7 @@ group_build(InsertCache *cache, Relation index, bool skip_self,
 
 		/* Lock the tree only if another leaf can hold the keys. */
 		scope = gunique_scope_for_leaf(index, &place, GUNIQUE_LOCK_NONE);
-		light = light_ok && group_light_possible(&place, skip_self);
+		light = light_ok && group_light_possible(&place);
 		if (place.count > (skip_self ? 0 : 1))
 			scope = gunique_scope_for_leaf(index, &place,
 										   light ? GUNIQUE_LOCK_INNER :

@@ -122,6 +122,13 @@ scale_params()
 		[[ "$p" =~ ^[0-9]+$ ]] && [ "$p" -ge 2 ] || die "BENCH_W7_PARTITIONS: '$p' is not a partition count of 2 or more"
 	done
 	W7_CLIENTS=10                 # as 3b
+	W7_ROWS=${BENCH_W7_ROWS:-1000 1}
+	for r in $W7_ROWS; do
+		case "$r" in
+		1000 | 1) ;;
+		*) die "BENCH_W7_ROWS: '$r' is not 1000 or 1 (rows per statement)" ;;
+		esac
+	done
 }
 
 # ---------------------------------------------------------------------------

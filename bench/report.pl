@@ -373,7 +373,10 @@ if ($val{w6}) {
 
 # Workload 7: de-duplicating ingest with ON CONFLICT DO NOTHING --------------
 if ($val{w7}) {
-	my @n = sort { $a <=> $b } grep { /^\d+$/ } keys %{ $val{w7} };
+	# variants: "<partitions>" (batches of 1,000) and "<partitions>x1" (one row each)
+	my @n = sort { ($a =~ /x1$/) <=> ($b =~ /x1$/) || ($a =~ /^(\d+)/)[0] <=> ($b =~ /^(\d+)/)[0] }
+	  grep { /^\d+(x1)?$/ } keys %{ $val{w7} };
+	my $label = sub { my ($n) = @_; $n =~ /^(\d+)x1$/ ? "$1, one row a statement" : $n };
 	p "## Workload 7: de-duplicating ingest, INSERT ... ON CONFLICT DO NOTHING (pgbench)\n\n";
 	p "`w7(id bigint, day date, payload text)`; 10 clients, each transaction inserts a batch of 1,000 ids with ",
 	  "`INSERT ... SELECT ... ON CONFLICT (id) DO NOTHING`, 200 of which (20%) the table already holds ",
@@ -383,7 +386,9 @@ if ($val{w7}) {
 	  "range-partitioned on day, one day per partition, `CREATE UNIQUE INDEX ... USING gunique (id)`. ",
 	  "Medians of the runs; each ratio is of medians, and in brackets the lowest and highest ratio of one run's values. ",
 	  "After every run each table held every id exactly once (sanity checks below). ",
-	  "Rows per second count the 1,000 rows tried per transaction, 800 of them inserted.\n\n";
+	  "Rows per second count the 1,000 rows tried per transaction, 800 of them inserted. ",
+	  "Rows marked \"one row a statement\": each transaction is one prepared `INSERT ... VALUES (...) ON CONFLICT (id) DO NOTHING` ",
+	  "of one id, every fifth id held (with `gunique`, in another partition), 100 times as many transactions.\n\n";
 	my $refused = sub { my ($n) = @_; $val{w7}{$n}{refused} && $val{w7}{$n}{refused}{gunique} };
 	if (grep { $refused->($_) } @n) {
 		p "**gunique: refused by this server.** Before PostgreSQL 18 (without the core change of `contrib-patches/`), ",
@@ -427,7 +432,7 @@ if ($val{w7}) {
 				}
 				else { 'n/a' }
 			} @cc;
-			p "| $n | ", join(' | ', @cells), " | ", $pair->($n, $step, 'gunique', 'single'), " | ",
+			p "| ", $label->($n), " | ", join(' | ', @cells), " | ", $pair->($n, $step, 'gunique', 'single'), " | ",
 			  $pair->($n, $step, 'gunique', 'local'), " | ", (@spread ? join(', ', @spread) : '–'), " |\n";
 		}
 		p "\n", spread_line();

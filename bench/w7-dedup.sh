@@ -5,7 +5,11 @@
 # (id) DO NOTHING, and 200 of the 1,000 ids (20%) are already in the table.
 # w7(id bigint, day date, payload text), W7_CLIENTS (10) clients, W7_TX
 # transactions per client, simple query mode (as 3b), for each partition
-# count in W7_PARTITIONS (8 and 64; BENCH_W7_PARTITIONS).  Contenders:
+# count in W7_PARTITIONS (8 and 64; BENCH_W7_PARTITIONS).  And the same
+# with one event per statement, as an application that upserts each event
+# it receives: INSERT ... VALUES (...) ON CONFLICT (id) DO NOTHING, prepared,
+# 100 * W7_TX transactions per client, every fifth id held (variant
+# "<partitions>x1"; BENCH_W7_ROWS="1000 1" chooses).  Contenders:
 #
 #   single   the rows in one unpartitioned table, a unique btree on id
 #   local    the table hash-partitioned on id into the same number of
@@ -22,10 +26,11 @@
 #
 # The ids.  Client c's k-th transaction (k from 1; a pgbench variable
 # defined with -D and counted by the script) inserts the ids [lo, lo +
-# 1,000) with lo = ((k - 1) * W7_CLIENTS + c) * 1,000: no two batches share
+# rows) with lo = ((k - 1) * W7_CLIENTS + c) * rows: no two batches share
 # an id, so clients do not wait for each other.  Before the run the table
-# holds every multiple of 5 below W7_CLIENTS * W7_TX * 1,000 (the 200
-# held ids of every batch) and W7_BASE older ids above that range.  With N
+# holds every multiple of 5 below W7_CLIENTS * transactions * rows (the
+# 200 held ids of every batch of 1,000; every fifth single id) and W7_BASE
+# older ids above that range.  With N
 # partitions, a held id's row is on day id % N and a batch's row on day
 # (id + 1 + (c + k) % (N - 1)) % N, never the same: with gunique every
 # held id of a batch is in another partition than the new row's.  The rows
@@ -48,9 +53,9 @@
 # refused (raw.tsv step "refused", sanity.tsv) instead of measured, and
 # the report says so in its cells; any other error stops the run.
 #
-# Reported, as variant "<partitions>": pgbench's tps (without initial
-# connection time), rows per second (tps x 1,000 rows tried; 800 of them
-# inserted) and average latency.
+# Reported, as variant "<partitions>" (batches) or "<partitions>x1" (single
+# rows): pgbench's tps (without initial connection time), rows per second
+# (tps x rows tried; 80% of them inserted) and average latency.
 #
 # Sourced by bench/run; defines workload_7.
 set -euo pipefail
@@ -60,28 +65,37 @@ W7_REFUSAL="INSERT ... ON CONFLICT is not supported on a table with a gunique in
 
 workload_7()
 {
-	local parts run c
-	for parts in $W7_PARTITIONS; do
-		for ((run = 1; run <= RUNS; run++)); do
-			for c in $(rotated $((run - 1))); do
-				case " $W7_CONTENDERS " in *" $c "*) w7_contender "$c" "$run" "$parts" ;; esac
+	local parts rows run c
+	for rows in $W7_ROWS; do
+		for parts in $W7_PARTITIONS; do
+			for ((run = 1; run <= RUNS; run++)); do
+				for c in $(rotated $((run - 1))); do
+					case " $W7_CONTENDERS " in *" $c "*) w7_contender "$c" "$run" "$parts" "$rows" ;; esac
+				done
 			done
 		done
 	done
 	drop_all_sql w7 | sql >/dev/null
 }
 
-# The ids of all batches: [0, w7_range).
-w7_range() { echo $((W7_CLIENTS * W7_TX * 1000)); }
+# Transactions per client for ROWS rows per statement.
+w7_tx() { if [ "$1" = 1 ]; then echo $((W7_TX * 100)); else echo "$W7_TX"; fi; }
+
+# The ids of all batches of ROWS rows: [0, w7_range ROWS).
+w7_range() { echo $((W7_CLIENTS * $(w7_tx "$1") * $1)); }
+
+# The variant: PARTS, or PARTSx1 for single rows.
+w7_variant() { if [ "$2" = 1 ]; then echo "${1}x1"; else echo "$1"; fi; }
 
 # The day of a batch's row: SQL of id i, client s-offset s, PARTS days.
 w7_day_sql() { echo "date '2026-01-01' + (($1 + 1 + $2) % $3)::int"; }
 
-# w7_table CONTENDER PARTS: the fresh table, loaded, with the contender's key.
+# w7_table CONTENDER PARTS ROWS: the fresh table, loaded, with the
+# contender's key.
 w7_table()
 {
 	local c=$1 parts=$2 range
-	range=$(w7_range)
+	range=$(w7_range "$3")
 	drop_all_sql w7
 	case "$c" in
 	single)
@@ -138,6 +152,16 @@ w7_insert_sql()
 	SQL
 }
 
+# w7_insert_one_sql ID S PARTS: the single-row statement.
+w7_insert_one_sql()
+{
+	cat <<-SQL
+		INSERT INTO w7 (id, day, payload)
+		VALUES ($1, $(w7_day_sql "$1" "$2" "$3"), md5(($1)::text))
+		ON CONFLICT (id) DO NOTHING
+	SQL
+}
+
 # Does the server refuse the workload's statement on a table with a gunique
 # index?  (Before PostgreSQL 18, without contrib-patches/.)  Tried once, for
 # no rows (the refusal comes as the executor starts, before any row; on a
@@ -169,14 +193,16 @@ w7_sanity()
 
 w7_contender()
 {
-	local c=$1 run=$2 parts=$3 script="$WORK/w7.sql" res total got
-	total=$((W7_BASE + $(w7_range)))
-	w7_table "$c" "$parts" | sql >/dev/null
+	local c=$1 run=$2 parts=$3 rows=$4 script="$WORK/w7.sql" res total got v tx stmt mode
+	total=$((W7_BASE + $(w7_range "$rows")))
+	v=$(w7_variant "$parts" "$rows")
+	tx=$(w7_tx "$rows")
+	w7_table "$c" "$parts" "$rows" | sql >/dev/null
 
 	if [ "$c" = gunique ] && w7_refused "$parts"; then
-		record w7 "$parts" refused "$c" "$run" 1 flag
-		log "w7 $parts partitions $c run $run: refused by the server ($W7_REFUSAL)"
-		w7_sanity "$c" "$parts partitions: the workload's INSERT ... ON CONFLICT DO NOTHING" \
+		record w7 "$v" refused "$c" "$run" 1 flag
+		log "w7 $v $c run $run: refused by the server ($W7_REFUSAL)"
+		w7_sanity "$c" "$v: the workload's INSERT ... ON CONFLICT DO NOTHING" \
 			"refused before PostgreSQL 18" "refused before PostgreSQL 18"
 		if [ "$run" = 1 ]; then w7_refuses_held "$c" "$parts"; fi
 		return
@@ -187,24 +213,29 @@ w7_contender()
 		echo "CHECKPOINT;"
 	} | sql >/dev/null
 
+	if [ "$rows" = 1 ]; then
+		stmt=$(w7_insert_one_sql "(:lo::bigint)" "(:s::int)" "$parts") mode=prepared
+	else
+		stmt=$(w7_insert_sql :lo ":lo + $((rows - 1))" :s "$parts") mode=simple
+	fi
 	cat >"$script" <<-SQL
 		\\set k :k + 1
-		\\set lo ((:k - 1) * $W7_CLIENTS + :client_id) * 1000
+		\\set lo ((:k - 1) * $W7_CLIENTS + :client_id) * $rows
 		\\set s (:client_id + :k) % $((parts - 1))
-		$(w7_insert_sql :lo ":lo + 999" :s "$parts");
+		$stmt;
 	SQL
-	res=$(run_pgbench "w7-$parts-$c-$run" -c "$W7_CLIENTS" -j "$(jobs_for "$W7_CLIENTS")" \
-		-t "$W7_TX" -D k=0 -f "$script")
-	record w7 "$parts" tps "$c" "$run" "${res% *}" tps
-	record w7 "$parts" rows "$c" "$run" "$(awk -v t="${res% *}" 'BEGIN { printf "%.1f", t * 1000 }')" rows/s
-	record w7 "$parts" latency "$c" "$run" "${res#* }" ms
-	log "w7 $parts partitions $c run $run: ${res% *} tps, ${res#* } ms"
+	res=$(run_pgbench "w7-$v-$c-$run" -c "$W7_CLIENTS" -j "$(jobs_for "$W7_CLIENTS")" \
+		-t "$tx" -M "$mode" -D k=0 -f "$script")
+	record w7 "$v" tps "$c" "$run" "${res% *}" tps
+	record w7 "$v" rows "$c" "$run" "$(awk -v t="${res% *}" -v r="$rows" 'BEGIN { printf "%.1f", t * r }')" rows/s
+	record w7 "$v" latency "$c" "$run" "${res#* }" ms
+	log "w7 $v $c run $run: ${res% *} tps, ${res#* } ms"
 
 	# Every id exactly once, the old ones and every batch's: the ids are
 	# then exactly [0, total).
 	got=$(sql_value "SELECT count(*) || ' ' || count(DISTINCT id) || ' ' || count(*) FILTER (WHERE id NOT BETWEEN 0 AND $total - 1) FROM w7")
 	[ "$got" = "$total $total 0" ] && got=exact || got="rows, distinct ids, ids outside: $got"
-	w7_sanity "$c" "$parts partitions: after each run, every id held or tried exactly once ($total rows)" exact "$got"
+	w7_sanity "$c" "$v: after each run, every id held or tried exactly once ($total rows)" exact "$got"
 
 	if [ "$run" = 1 ]; then
 		# The workload's statement for a batch that is all held now (with

@@ -494,24 +494,59 @@ has_before_insert_row_trigger(Oid relid)
 
 /*
  * Whether the relations a target's rows can reach have BEFORE INSERT row
- * triggers, by target, as of relcache_generation: any relcache
- * invalidation (CREATE TRIGGER, ATTACH and the like send one for the
- * relations they change) makes every answer stale.
+ * triggers, by target.  An answer goes stale when a relcache invalidation
+ * names the target or one of the relations it was made from (CREATE
+ * TRIGGER, ATTACH, DETACH and CREATE TABLE ... PARTITION OF send one for
+ * the relations they change, the partitioned table a partition joins or
+ * leaves among them), when one resets every entry, and when any arrives
+ * while the answer is being made.  Only those: autovacuum's statistics of
+ * one partition invalidate it too, and a target of many partitions would
+ * otherwise read its tree's catalogs again after each.
  */
 typedef struct TriggerAnswer
 {
 	Oid			target;			/* hash key */
-	uint64		generation;
+	bool		stale;
+	bool		making;			/* reading the catalogs */
+	uint64		resets;			/* reset_count when made */
+	int			nmembers;
+	Oid		   *members;		/* sorted, in TopMemoryContext */
 	bool		triggers;
 } TriggerAnswer;
 
 static HTAB *trigger_answers = NULL;
-static uint64 relcache_generation = 1;
+static uint64 reset_count = 0;
 
+static int
+oid_cmp_member(const void *a, const void *b)
+{
+	Oid			x = *(const Oid *) a;
+	Oid			y = *(const Oid *) b;
+
+	return x < y ? -1 : x > y;
+}
+
+/* Runs in invalidation processing: no allocation, no catalog access. */
 static void
 relcache_changed(Datum arg, Oid relid)
 {
-	relcache_generation++;
+	HASH_SEQ_STATUS seq;
+	TriggerAnswer *answer;
+
+	if (!OidIsValid(relid))
+	{
+		reset_count++;
+		return;
+	}
+	if (trigger_answers == NULL)
+		return;
+	hash_seq_init(&seq, trigger_answers);
+	while ((answer = hash_seq_search(&seq)) != NULL)
+		if (answer->making || answer->target == relid ||
+			(answer->members != NULL &&
+			 bsearch(&relid, answer->members, answer->nmembers, sizeof(Oid),
+					 oid_cmp_member) != NULL))
+			answer->stale = true;
 }
 
 /*
@@ -523,12 +558,12 @@ relcache_changed(Datum arg, Oid relid)
 static bool
 target_has_before_triggers(Oid target)
 {
-	uint64		generation = relcache_generation;
 	TriggerAnswer *answer;
 	List	   *members;
 	bool		found;
 	bool		triggers = false;
 	ListCell   *lc;
+	int			i = 0;
 
 	if (trigger_answers == NULL)
 	{
@@ -539,16 +574,41 @@ target_has_before_triggers(Oid target)
 		trigger_answers = hash_create("gunique ON CONFLICT triggers", 16,
 									  &ctl, HASH_ELEM | HASH_BLOBS);
 	}
-	answer = hash_search(trigger_answers, &target, HASH_FIND, NULL);
-	if (answer != NULL && answer->generation == generation)
-		return answer->triggers;
-
-	members = find_all_inheritors(target, NoLock, NULL);
-	foreach(lc, members)
-		if ((triggers = has_before_insert_row_trigger(lfirst_oid(lc))))
-			break;
 	answer = hash_search(trigger_answers, &target, HASH_ENTER, &found);
-	answer->generation = generation;	/* as of before the catalogs were read */
+	if (found && !answer->stale && !answer->making &&
+		answer->resets == reset_count)
+		return answer->triggers;
+	if (!found)
+		answer->members = NULL;
+
+	/* an invalidation from here on makes the answer stale */
+	answer->making = true;
+	answer->stale = false;
+	answer->resets = reset_count;
+	if (answer->members != NULL)
+		pfree(answer->members);
+	answer->members = NULL;
+	PG_TRY();
+	{
+		members = find_all_inheritors(target, NoLock, NULL);
+		foreach(lc, members)
+			if ((triggers = has_before_insert_row_trigger(lfirst_oid(lc))))
+				break;
+	}
+	PG_CATCH();
+	{
+		answer->making = false;
+		answer->stale = true;
+		PG_RE_THROW();
+	}
+	PG_END_TRY();
+	answer->making = false;
+	answer->members = MemoryContextAlloc(TopMemoryContext,
+										 sizeof(Oid) * Max(list_length(members), 1));
+	foreach(lc, members)
+		answer->members[i++] = lfirst_oid(lc);
+	qsort(answer->members, i, sizeof(Oid), oid_cmp_member);
+	answer->nmembers = i;
 	answer->triggers = triggers;
 	return triggers;
 }

@@ -927,6 +927,8 @@ gunique_probe_before_insert(GuniqueProbe *probe, Relation index,
 	switch (probe_others(probe, indexUnchanged, &key, counts, false))
 	{
 		case PROBE_ALONE:
+			/* the tree changed after a wait for a pending upsert */
+			gunique_onconflict_release_waits(probe->pg->topindex);
 			before_unprobed(probe, probe->pg->own_summary, values, isnull,
 							counts);
 			probe->pg = NULL;

@@ -19,8 +19,9 @@
 # there (before PostgreSQL 18, on the btree indexes) and refuse orphans.
 #
 # A dump made with --inserts --on-conflict-do-nothing restores too, and its
-# rows loaded again into the restored tables are all skipped (PostgreSQL 18;
-# refused with a clear error before).
+# rows loaded again into the restored tables are all skipped (PostgreSQL 18,
+# or 15 and 17 with the core change of contrib-patches/; refused with a
+# clear error otherwise).
 #
 # Then dumps whose data hold a duplicate key in two partitions: restoring
 # them fails with the key and both partitions named, and leaves that index
@@ -32,6 +33,9 @@ use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
 use IPC::Run;
+use FindBin;
+use lib "$FindBin::RealBin/lib";
+use GuniqueOnConflict;
 
 my $node = PostgreSQL::Test::Cluster->new('dump');
 $node->init;
@@ -352,7 +356,7 @@ is($ret, 0, 'psql from --inserts --on-conflict-do-nothing: restore succeeds') or
 check_restored('r_inserts', 'psql from --inserts --on-conflict-do-nothing');
 ($ret, $out, $err) = run_cmd('psql', '-X', '-q', '-v', 'ON_ERROR_STOP=1',
 	'-f', $inserts_data, '-d', $node->connstr('r_inserts'));
-if ($node->pg_version >= 18)
+if (on_conflict_supported($node))
 {
 	is($ret, 0, 'the same rows loaded again with ON CONFLICT DO NOTHING')
 	  or diag $err;

@@ -56,6 +56,9 @@ use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
 use Time::HiRes qw(time);
+use FindBin;
+use lib "$FindBin::RealBin/lib";
+use GuniqueOnConflict;
 
 my $clients = 10;
 my $xacts = 40;          # per client, half simple, half prepared
@@ -77,13 +80,9 @@ log_lock_waits = on
 });
 $node->start;
 
-# Can this server arbitrate ON CONFLICT with a gunique index?  From 18 on,
-# or with the core change of contrib-patches/, which says so in
-# catalog/index.h (as src/compat.h tests when gunique is built).
-my $index_h = $node->config_data('--includedir-server') . '/catalog/index.h';
-my $patched = -f $index_h
-  && slurp_file($index_h) =~ /^#define\s+SPECULATIVE_INDEX_ANY_ORDERED_AM\b/m;
-my $supported = $node->pg_version >= 18 || $patched;
+# Can this server arbitrate ON CONFLICT with a gunique index?
+my $patched = on_conflict_patched($node);
+my $supported = on_conflict_supported($node);
 note 'PostgreSQL ' . $node->pg_version
   . ($patched ? ' with the core change of contrib-patches/' : '')
   . ': ON CONFLICT ' . ($supported ? 'supported' : 'refused');

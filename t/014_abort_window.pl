@@ -33,6 +33,9 @@ use Cwd;
 use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
+use FindBin;
+use lib "$FindBin::RealBin/lib";
+use GuniqueOnConflict;
 use IPC::Run;
 use Time::HiRes qw(usleep);
 
@@ -48,7 +51,7 @@ shared_preload_libraries = 'gunique'
 max_prepared_transactions = 2
 });
 $node->start;
-my $upserts = $node->safe_psql('postgres', 'SHOW server_version_num') >= 180000;
+my $upserts = on_conflict_supported($node);
 
 $node->safe_psql(
 	'postgres', q{

@@ -231,4 +231,25 @@ INSERT INTO many VALUES (1000, 0), (70, 5) ON CONFLICT DO NOTHING;
 SELECT tableoid::regclass, * FROM many WHERE id IN (70, 1000) ORDER BY id;
 SELECT count(*), count(DISTINCT id) FROM many;
 
+-- A partition with two gunique indexes that take every insert (siblings,
+-- as REINDEX CONCURRENTLY leaves for a while): the older one, made first,
+-- has the row before the leaf's probe runs, which must pass over every
+-- index of own partition, and other partitions' probes must search both.
+CREATE TABLE twin (id int, p int) PARTITION BY LIST (p);
+DO $$BEGIN
+	FOR i IN 0 .. 69 LOOP
+		EXECUTE format('CREATE TABLE twin_%s PARTITION OF twin FOR VALUES IN (%s)', i, i);
+	END LOOP;
+END$$;
+CREATE UNIQUE INDEX twin_5_old ON twin_5 USING gunique (id);
+CREATE UNIQUE INDEX twin_id ON twin USING gunique (id);
+INSERT INTO twin SELECT i, i % 70 FROM generate_series(1, 700) i;
+SELECT count(*) FROM (SELECT gunique_build_filters('twin_id')) f;
+DELETE FROM twin WHERE id IN (75, 145);
+INSERT INTO twin VALUES (1000, 0), (75, 5);			-- 75 comes back
+INSERT INTO twin VALUES (1001, 0), (145, 5) ON CONFLICT DO NOTHING;
+INSERT INTO twin VALUES (5, 7);						-- held by twin_5
+INSERT INTO twin VALUES (5, 7) ON CONFLICT DO NOTHING RETURNING *;
+SELECT count(*), count(DISTINCT id) FROM twin;
+
 DROP SCHEMA goc CASCADE;

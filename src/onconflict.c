@@ -319,8 +319,8 @@ upsert_lock_acquire(Oid top, uint32 hash, LOCKMODE mode)
 	if (nheld_locks == MAX_HELD_UPSERT_LOCKS)
 		ereport(ERROR,
 				(errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
-				 errmsg("too many gunique indexes checked for one row by INSERT ... ON CONFLICT DO NOTHING"),
-				 errdetail("At most %d keys of a row can be checked at once.",
+				 errmsg("too many gunique index keys locked for one row"),
+				 errdetail("INSERT ... ON CONFLICT DO NOTHING, and an insert that waits for it, can lock at most %d keys of a row at once.",
 						   MAX_HELD_UPSERT_LOCKS)));
 	held = &held_locks[nheld_locks];
 	SET_LOCKTAG_ADVISORY(held->tag, MyDatabaseId, top, hash,
@@ -347,8 +347,10 @@ gunique_onconflict_release_locks(Oid top)
 }
 
 /*
- * An inserter holding upsert locks in ShareLock is about to wait for a
- * relation lock: it lets them go, and takes them again before its insert.
+ * An inserter lets its upsert locks in ShareLock go: before it opens a
+ * leaf (it may wait for the leaf's lock), once its entry is in own leaf,
+ * or when its tree no longer needs a probe.  It takes them again, if it
+ * still must, before it inserts.
  */
 void
 gunique_onconflict_release_waits(Oid top)
@@ -594,17 +596,18 @@ target_has_before_triggers(Oid target)
 		foreach(lc, members)
 			if ((triggers = has_before_insert_row_trigger(lfirst_oid(lc))))
 				break;
+		answer->members = MemoryContextAlloc(TopMemoryContext,
+											 sizeof(Oid) * Max(list_length(members), 1));
 	}
 	PG_CATCH();
 	{
+		/* not an answer: made again by the next statement */
 		answer->making = false;
 		answer->stale = true;
 		PG_RE_THROW();
 	}
 	PG_END_TRY();
 	answer->making = false;
-	answer->members = MemoryContextAlloc(TopMemoryContext,
-										 sizeof(Oid) * Max(list_length(members), 1));
 	foreach(lc, members)
 		answer->members[i++] = lfirst_oid(lc);
 	qsort(answer->members, i, sizeof(Oid), oid_cmp_member);

@@ -163,7 +163,7 @@ report_conflict(Relation index, Relation heap, Relation holder,
 			 errdetail("Key %s already exists in partition \"%s\".",
 					   key_desc, RelationGetRelationName(holder)),
 			 !elsewhere || checkUnique != UNIQUE_CHECK_PARTIAL ? 0 :
-			 errhint("ON CONFLICT skips a row whose key another partition holds only for DO NOTHING, and not where the key has a null column or a trigger or a generated column may change it; use MERGE or UPDATE for a row that may be in another partition."),
+			 errhint("Only ON CONFLICT DO NOTHING looks for the key in other partitions, and not for a key with a null column or one that a trigger or a generated column may change; use MERGE or UPDATE for a row that may be in another partition."),
 			 errtableconstraint(heap, RelationGetRelationName(index))));
 }
 
@@ -510,7 +510,7 @@ light_wanted(ProbeGroup *pg, uint64 tags, uint64 subs, int *walked,
 	{
 		int			i = ll->wanted[w];
 
-		if (ll->leaves[i].indexoid == pg->own_index)
+		if (ll->leaves[i].heapoid == pg->own_heap)
 			continue;
 		ll->wanted[n++] = i;
 		if (ll->scans[i] == NULL)
@@ -741,21 +741,30 @@ typedef enum ProbeOutcome
  * Under the key lock, nothing found: has a check of ON CONFLICT DO NOTHING
  * passed for the key, and not inserted yet (onconflict.c)?  Then release
  * the key lock, wait for the check's upsert lock, and return true to look
- * again, holding it; the check's entry may be in by then.  An inserter
- * whose entry is in own leaf already (it waits for a holder there) needs
- * no such wait: a check that passes after it finds its entry (src/README,
- * "ON CONFLICT DO NOTHING", point 5).
+ * again, holding it; the check's entry may be in by then.  Unless
+ * *waitable is 0: an inserter whose entry is in own leaf already (it
+ * waits for a holder there) needs no such wait, since a check that passes
+ * after it finds its entry; and one whose row is in another unique index
+ * of its partition already must not wait (a deadlock: see
+ * gunique_probegroup_upserts_waitable), which the first pending upsert
+ * met (*waitable -1) asks the catalogs, without the key lock, before it
+ * looks again.  src/README, "ON CONFLICT DO NOTHING", point 5.
  */
 static bool
 probe_upsert_pending(GuniqueProbe *probe, ProbeGroup *pg,
-					 GuniqueKeyImage *key, bool entry_in_place)
+					 GuniqueKeyImage *key, int *waitable)
 {
 	uint32		hash = gunique_keymap_lock_hash(key);
 
-	if (entry_in_place || !gunique_onconflict_must_wait(pg->topindex, hash))
+	if (*waitable == 0 || !gunique_onconflict_must_wait(pg->topindex, hash))
 		return false;
 	LWLockRelease(probe->keylock);
-	gunique_onconflict_wait(pg->topindex, hash);
+	if (*waitable < 0)
+		*waitable = gunique_probegroup_upserts_waitable(probe->indexInfo,
+														probe->index,
+														probe->heap);
+	else
+		gunique_onconflict_wait(pg->topindex, hash);
 	return true;
 }
 
@@ -772,6 +781,7 @@ probe_others(GuniqueProbe *probe, bool indexUnchanged, GuniqueKeyImage *key,
 			 uint64 *counts, bool entry_in_place)
 {
 	uint64		saved[GUNIQUE_NSTATS];
+	int			waitable = entry_in_place ? 0 : -1;
 
 	for (;;)
 	{
@@ -823,7 +833,7 @@ probe_others(GuniqueProbe *probe, bool indexUnchanged, GuniqueKeyImage *key,
 			gunique_probescan_leave(&cxt);
 			if (outcome == LIGHT_CLEAR)
 			{
-				if (!probe_upsert_pending(probe, pg, key, entry_in_place))
+				if (!probe_upsert_pending(probe, pg, key, &waitable))
 					return PROBE_CLEAR;
 				memcpy(counts, saved, sizeof(saved));
 				continue;
@@ -858,7 +868,7 @@ probe_others(GuniqueProbe *probe, bool indexUnchanged, GuniqueKeyImage *key,
 		}
 		if (!OidIsValid(conflict) && !TransactionIdIsValid(finding.xwait))
 		{
-			if (!probe_upsert_pending(probe, pg, key, entry_in_place))
+			if (!probe_upsert_pending(probe, pg, key, &waitable))
 				return PROBE_CLEAR;
 			memcpy(counts, saved, sizeof(saved));
 			continue;

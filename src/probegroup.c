@@ -22,11 +22,16 @@
 #include "postgres.h"
 
 #include "access/genam.h"
+#include "access/htup_details.h"
 #include "catalog/pg_class.h"
+#include "catalog/pg_index.h"
 #include "port/pg_bitutils.h"
 #include "storage/lmgr.h"
 #include "utils/hsearch.h"
 #include "utils/memutils.h"
+#include "utils/rel.h"
+#include "utils/relcache.h"
+#include "utils/syscache.h"
 
 #include "compat.h"
 #include "probegroup.h"
@@ -40,6 +45,8 @@ typedef struct InsertCache
 	ProbeStatement *stmt;
 	ProbeGroup *groups[2];		/* by skip_self */
 	GuniqueKeyMap *keymap;		/* the index's, made on first use */
+	int8		waitable;		/* gunique_probegroup_upserts_waitable: -1
+								 * not known yet */
 } InsertCache;
 
 /*
@@ -71,6 +78,23 @@ group_set_key(ProbeGroup *pg, GuniqueScope *scope)
 			fmgr_info_copy(&pg->hashfn[i], &scope->hashfn[i],
 						   pg->stmt->cxt);
 	}
+}
+
+/*
+ * A copy of every leaf of the index's group, siblings included, for the
+ * list a light group keeps: the statement's light groups of every leaf of
+ * the group share it, and each passes over the indexes of its own
+ * partition.
+ */
+static GuniqueLeaf *
+group_all_leaves(GuniqueScope *scope, GuniqueLeafPlace *place, int *nleaves)
+{
+	GuniqueLeaf *leaves = palloc(sizeof(GuniqueLeaf) * Max(place->count, 1));
+
+	memcpy(leaves, &scope->leaves[place->first],
+		   sizeof(GuniqueLeaf) * place->count);
+	*nleaves = place->count;
+	return leaves;
 }
 
 /*
@@ -349,7 +373,7 @@ gunique_probegroup_light_open(ProbeGroup *pg, uint64 tags, uint64 subs)
 		ProbeScanContext cxt;
 		ProbeScan  *ps;
 
-		if (ll->scans[i] != NULL || leaf->indexoid == pg->own_index)
+		if (ll->scans[i] != NULL || leaf->heapoid == pg->own_heap)
 			continue;			/* open, or nbtree's to check */
 		LockRelationOid(leaf->indexoid, AccessShareLock);
 		LockRelationOid(leaf->heapoid, AccessShareLock);
@@ -384,14 +408,14 @@ group_fill(ProbeGroup *pg, Relation index, GuniqueScope *scope,
 	if (pg->needed && light && place->count >= GUNIQUE_GROUP_TAG_MIN_LEAVES)
 		pg->ll = group_light_shared(pg->stmt, place->group, generation);
 	/*
-	 * A light group's list keeps own leaf, even for a speculative
-	 * insertion: the list is shared with the light groups of the other
-	 * leaves, for which it is not own.  Light probes pass over own leaf by
-	 * its index.
+	 * A light group's list keeps every leaf, own leaf and its siblings
+	 * too, even for a speculative insertion: the list is shared with the
+	 * light groups of the other leaves, for which they are not own.  Light
+	 * probes pass over the indexes of own partition.
 	 */
 	if (pg->needed && pg->ll == NULL)
-		leaves = group_leaves(scope, place, pg->skip_self && !light,
-							  &nleaves, &self);
+		leaves = light ? group_all_leaves(scope, place, &nleaves) :
+			group_leaves(scope, place, pg->skip_self, &nleaves, &self);
 
 	pg->own_summary = gunique_summary_for(index);
 	if (pg->needed && light)
@@ -450,6 +474,7 @@ group_build(InsertCache *cache, Relation index, bool skip_self,
 		pg = palloc(sizeof(ProbeGroup));
 		group_init(pg, stmt, skip_self, &place, scope);
 		pg->own_index = RelationGetRelid(index);
+		pg->own_heap = index->rd_index->indrelid;
 		pg->keymap = cache->keymap;
 		filled = group_fill(pg, index, scope, &place, light, generation);
 		gunique_probescan_leave(&cxt);
@@ -486,6 +511,7 @@ insert_cache(IndexInfo *indexInfo, Relation index)
 		cache = MemoryContextAllocZero(parent, sizeof(InsertCache));
 		cache->keymap = MemoryContextAlloc(parent, sizeof(GuniqueKeyMap));
 		gunique_keymap_make(cache->keymap, index, parent);
+		cache->waitable = -1;
 		indexInfo->ii_AmCache = cache;
 	}
 	return cache;
@@ -541,6 +567,50 @@ gunique_probegroup_whole(IndexInfo *indexInfo, Relation index, bool skip_self)
 	pg = group_build(cache, index, skip_self, false);
 	cache->groups[skip_self] = pg;
 	return pg;
+}
+
+/*
+ * May an insert through this leaf wait for a pending upsert of its key
+ * (onconflict.c)?  Not if the executor has put the row into another
+ * unique or exclusion index of the partition first (it inserts in index
+ * OID order), one that checks at once: an upsert of the same row into the
+ * partition would wait for this transaction in its own check of that
+ * index while holding what the insert would wait for, a deadlock (src/README,
+ * "ON CONFLICT DO NOTHING", point 5).  Answered once per IndexInfo, with
+ * no key lock held: it reads the catalogs.  An index made later has a
+ * higher OID.
+ */
+bool
+gunique_probegroup_upserts_waitable(IndexInfo *indexInfo, Relation index,
+									Relation heap)
+{
+	InsertCache *cache = insert_cache(indexInfo, index);
+	List	   *indexes;
+	ListCell   *lc;
+
+	if (cache->waitable >= 0)
+		return cache->waitable;
+	cache->waitable = 1;
+	indexes = RelationGetIndexList(heap);
+	foreach(lc, indexes)
+	{
+		Oid			other = lfirst_oid(lc);
+		HeapTuple	tuple;
+		Form_pg_index form;
+
+		if (other >= RelationGetRelid(index))
+			continue;
+		tuple = SearchSysCache1(INDEXRELID, ObjectIdGetDatum(other));
+		if (!HeapTupleIsValid(tuple))
+			continue;			/* dropped: the executor does not insert */
+		form = (Form_pg_index) GETSTRUCT(tuple);
+		if (form->indisready && form->indimmediate &&
+			(form->indisunique || form->indisexclusion))
+			cache->waitable = 0;
+		ReleaseSysCache(tuple);
+	}
+	list_free(indexes);
+	return cache->waitable;
 }
 
 /*

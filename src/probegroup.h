@@ -85,6 +85,9 @@ typedef struct ProbeGroup
 								 * for the loop that skips leaves */
 	int			self;			/* -1 if own leaf is left out */
 	Oid			own_index;		/* own leaf */
+	Oid			own_heap;		/* own partition: its indexes are nbtree's
+								 * to check (a light group passes over
+								 * them) */
 	GuniqueSummary *own_summary;	/* own leaf's summary, or NULL */
 	GuniqueKeyMap *keymap;		/* how summaries map the key (keymap.c) */
 
@@ -117,6 +120,9 @@ extern ProbeGroup *gunique_probegroup_whole(IndexInfo *indexInfo,
 extern void gunique_probegroup_cleanup(IndexInfo *indexInfo);
 extern void gunique_probegroup_light_open(ProbeGroup *pg, uint64 tags,
 										  uint64 subs);
+extern bool gunique_probegroup_upserts_waitable(IndexInfo *indexInfo,
+												Relation index,
+												Relation heap);
 extern GuniqueKeyMap *gunique_probegroup_keymap(IndexInfo *indexInfo,
 												Relation index);
 extern LeafSummaryCopies *gunique_probegroup_copies(ProbeGroup *pg);

@@ -36,10 +36,15 @@
 # partition, with and without the conflict target (k), with and without
 # RETURNING; keys new, held by committed rows (in other partitions or the
 # target), by the session's own transaction, by other open or prepared
-# transactions, by another session's waiting upsert, repeated within the
-# statement, and committed bulk keys (more of them while other
-# transactions hold keys, to have them wait, and race once the holder
-# ends).  The model's rules:
+# transactions, by another session's waiting upsert or plain statement,
+# repeated within the statement, and committed bulk keys (more of them
+# while other transactions hold keys, to have them wait, and race once
+# the holder ends); and plain INSERT, COPY and UPDATE of keys that
+# another session's waiting upsert writes.  Since statements seldom wait
+# long enough for that, a race of the two is at times set up in one step
+# (a scene): a transaction inserts a key, an upsert and a plain statement
+# of it (and of another key, that the first of them then holds) wait
+# for it, and it commits or rolls back.  The model's rules:
 #   - a row is inserted iff its key is free for the statement's
 #     transaction when its turn comes: no committed live row and no row of
 #     its own transaction (earlier rows of the statement included) in any
@@ -50,10 +55,17 @@
 #     inserted if free), and it must not end while that transaction still
 #     holds the key;
 #   - it must succeed, or be a deadlock victim once it waited; never a
-#     unique violation.  Plain INSERT, COPY and UPDATE of a key are kept
-#     away from a running upsert of the key, and an upsert from a key a
-#     running plain statement writes: the race that README documents (a
-#     plain insert between the check and the insert) is not modeled.
+#     unique violation, also where it races a plain INSERT, COPY or
+#     UPDATE of the key in another partition (src/README, "ON CONFLICT
+#     DO NOTHING", point 5): the first of the two decides, the upsert
+#     skipping the row if the plain statement's committed (inserting it
+#     if it rolled back), or the plain statement failing (23505) if the
+#     upsert's committed.  Where the model cannot order them (each was
+#     running when the other ended) the upsert's row is taken from
+#     RETURNING, and a plain statement in autocommit whose row made the
+#     upsert skip must have committed; a plain statement's outcome is
+#     taken as it comes (its rows in iff it succeeded), and a later
+#     statement is judged with it (see op_upsert).
 #     No upsert starts while a DDL statement waits, nor DDL while an
 #     upsert waits (one ending before the other is seen to end would be
 #     judged out of order); beside DDL open in another transaction when
@@ -63,10 +75,14 @@
 #   - RETURNING gives exactly the rows inserted, psql's ROW_COUNT their
 #     number, and its backend holds no upsert lock once it has ended.
 # Where work the model cannot order decides a row (DDL, or a waiting
-# upsert of the key in autocommit that may have committed it first), the
-# statement has RETURNING (asked for whenever another transaction may
-# decide a row when the statement begins), and the row's fate is taken
-# from it; the checks below then cover it.
+# upsert or plain statement of the key in autocommit that may have
+# committed it first), the statement has RETURNING (asked for whenever
+# another transaction may decide a row when the statement begins, and a
+# plain statement takes a running upsert's key only if it has it), and
+# the row's fate is taken from it; the checks below then cover it.  A
+# round's summary counts the races with plain statements and who won
+# them, and the first race of a round that each side won is noted with
+# the steps before it.
 #
 # Lookups: SELECT k, p FROM t WHERE k = n, k = ANY ('{...}') or k IN (...)
 # (one key, or up to six, some absent, some repeated), one in three through
@@ -202,6 +218,9 @@ use IPC::Run;
 use Storable qw(dclone);
 use Time::HiRes qw(time usleep);
 use List::Util qw(min max);
+use FindBin;
+use lib "$FindBin::RealBin/lib";
+use GuniqueOnConflict;
 
 my $seed = $ENV{GUNIQUE_STATEFUL_SEED} // 2;
 my $steps = $ENV{GUNIQUE_STATEFUL_STEPS} // 300;
@@ -232,7 +251,9 @@ log_min_messages = warning
 });
 $node->start;
 # INSERT ... ON CONFLICT DO NOTHING across partitions: PostgreSQL 18 only
-my $pg18 = $node->pg_version >= 18;
+# upserts where the server arbitrates ON CONFLICT with gunique (18, or 15
+# and 17 with the core change of contrib-patches/)
+my $pg18 = on_conflict_supported($node);
 $node->safe_psql(
 	'postgres', q{
 CREATE EXTENSION gunique;
@@ -502,12 +523,15 @@ sub others
 	return @o;
 }
 
-# May another transaction's work change whether k can go in?
+# May another transaction's work change whether k can go in?  With
+# $noups, leaving out running upserts (they only add rows: whether a key
+# that is in can be taken away).
 sub uncertain
 {
-	my ($t, $k) = @_;
+	my ($t, $k, $noups) = @_;
 	for my $o (others($t))
 	{
+		next if $noups && $o->{upsert};
 		return 1 if $o->{ddl} || $o->{where}{$k};
 		for my $slot (keys %{ $o->{trunc} })
 		{
@@ -548,7 +572,9 @@ sub judge
 		{
 			# in the statement's own transaction, or committed and left alone
 			my $own = grep { exists $scratch->{where}{$k}{$_} } @live;
-			return 'maybe' unless $own || !$unc;
+			# (an upsert of the key running in another session can
+			# only skip it: the row stays)
+			return 'maybe' unless $own || !uncertain($t, $k, 1);
 			# a DETACH CONCURRENTLY that waits has already hidden its
 			# partition from routing: a row may fail to route first
 			return other_ddl($t) ? 'failroute' : 'fail';
@@ -701,6 +727,8 @@ sub run_action
 	$a->{touch}{attach} = 1 if $a->{sql} =~ /ATTACH PARTITION/;
 	$a->{touch}{trunc}{ $a->{trunc_slot} } = 1 if defined $a->{trunc_slot};
 	$a->{touch}{where}{ $_->[2] }{ $_->[1] } = 1 for @{ $a->{ops} // [] };
+	$a->{touch}{upsert} = 1 if $a->{upsert};
+	race_mark($d, $a);
 	trace("$d->{s}{name}: " . ($a->{label} // $a->{sql}) . ($a->{data} ? ' ' . join(' ', map { "($_->[1]:$_->[2])" } @{ $a->{ops} }) : ''));
 	sess_send($d->{s}, $a->{sql}, $a->{data});
 	$d->{pending} = $a;
@@ -844,6 +872,27 @@ sub rows_done
 		noroute => { '23514' => 1 },
 		maybe => { '00000' => 1, '23505' => 1, '23514' => 1, '40P01' => 1, '40001' => 1 },
 	);
+	# an upsert that raced it was decided by it (upsert_done)
+	fail_now("$d->{s}{name}: $a->{sql}: $st, but " . join('; ', @{ $a->{must_commit} })
+		  . ': it must have committed' . ($st ne '00000' ? ": $d->{s}{lasterr}" : ''))
+	  if $a->{must_commit} && $st ne '00000';
+	$M{race}{must_commit}++ if $a->{must_commit};
+	if ($a->{race})
+	{
+		$M{race}{plain}{$st}++;
+		# a key of it held by a row when it ended (an upsert's that was
+		# seen to end first, or its holder's): the model knew it would fail
+		$M{race}{plain_known}++ if $st eq '23505' && $v =~ /fail/;
+		# who won: an upsert judged before it inserted the key it failed
+		# on; or tell the racing upserts still running what it did
+		my ($dup) = $st eq '23505' ? $d->{s}{lasterr} =~ /Key \(k\)=\((\d+)\) already exists/ : ();
+		race_won('upsert', $dup) if defined $dup && $a->{ups_took}{$dup};
+		for my $u (map { $_->{pending} } grep { $_ != $d && $_->{pending} && $_->{pending}{upsert} && $_->{pending}{race} } @sess)
+		{
+			$u->{plain_failed}{$dup} = 1 if defined $dup && $u->{race}{$dup};
+			$u->{plain_took}{ $_->[2] } = 1 for grep { $st eq '00000' && $_->[0] eq 'ins' && $u->{race}{ $_->[2] } } @{ $a->{ops} };
+		}
+	}
 	# UPDATE and DELETE of one row: is it still there (a partition detached
 	# or dropped while the statement waited takes it away)?
 	if ($a->{row})
@@ -951,10 +1000,12 @@ sub op_insert
 		push @rows, [ rand_p($slot), $k ];
 		push @ops, [ 'ins', $slot, $k ];
 	}
-	# not a key an upsert of another session is checking and inserting
-	# (never so before PostgreSQL 18)
-	my $up = running_keys($d, 1);
-	return if grep { $up->{ $_->[2] } } @ops;
+	# at times a key an upsert of another session is checking and
+	# inserting, a race (never so before PostgreSQL 18): race_ok
+	my @uk = upsert_race_keys($d);
+	my $force = @uk && rand() < 0.3;
+	($rows[-1][1], $ops[-1][2]) = (pick(@uk)) x 2 if $force;
+	return unless race_ok($d, \@ops, $force);
 	return {
 		sql => 'INSERT INTO t VALUES '
 		  . join(', ', map { "($_->[0], $_->[1])" } @rows),
@@ -970,8 +1021,7 @@ sub op_insert_into
 	return unless view_part($d->{tx}, $slot)->{attached};
 	my @free = grep { !key_slots($d->{tx}, $_) && !uncertain($d->{tx}, $_) } 1 .. $M{hot};
 	my @ops = map { [ 'ins', $slot, pick(@free) // hot_key() ] } 1 .. $n;
-	my $up = running_keys($d, 1);
-	return if grep { $up->{ $_->[2] } } @ops;
+	return unless race_ok($d, \@ops);
 	return {
 		sql => 'INSERT INTO t VALUES ' . join(', ', map { '(' . rand_p($slot) . ", $_->[2])" } @ops),
 		ops => \@ops,
@@ -983,6 +1033,13 @@ sub op_copy
 {
 	my ($d) = @_;
 	my $a = op_insert($d, 1 + int(rand(5))) or return;
+	return as_copy($a);
+}
+
+# An INSERT action made a COPY of its rows.
+sub as_copy
+{
+	my ($a) = @_;
 	my @rows = $a->{sql} =~ /\((\d+), (\d+)\)/g;
 	my $data = '';
 	while (my ($p, $k) = splice(@rows, 0, 2))
@@ -1002,7 +1059,7 @@ sub op_update_key
 	my ($k, $slot) = @$r;
 	my $k2 = hot_key();
 	return if $k2 == $k;
-	return if running_keys($d, 1)->{$k2};
+	return unless race_ok($d, [ [ 'ins', $slot, $k2 ] ]);
 	return {
 		sql => "UPDATE t SET k = $k2 WHERE k = $k RETURNING k",
 		row => [ $slot, $k ],
@@ -1063,16 +1120,42 @@ sub op_delete
 # the statement included) holds it in any attached partition.  A key
 # another transaction is inserting or deleting makes the statement wait
 # for it, and the statement is judged when it ends, with what that
-# transaction did.  Plain INSERT, COPY and UPDATE of a key are kept away
-# from a running upsert of it, and an upsert from a running plain
-# statement's key (running_keys): gunique does not promise that an upsert
-# wins such a race (README, Limitations), and the model does not predict
-# it.  So an upsert must never fail with a unique violation here, but
-# while a partition is being attached (see upsert_done).
+# transaction did.  An upsert must never fail with a unique violation,
+# but while a partition is being attached (see upsert_done).
+#
+# Races with plain statements (src/README, "ON CONFLICT DO NOTHING",
+# point 5): a plain INSERT, COPY or UPDATE of a key that an upsert of
+# another session is checking and inserting, or an upsert of a key that
+# a plain statement of another session is writing.  Whichever of the two
+# is first decides: a plain statement's row that is in makes the upsert
+# wait for its transaction and then skip the row (committed) or insert
+# it (rolled back); an upsert whose check passed first makes the plain
+# statement wait for its row and then for its transaction, and fail with
+# a unique violation (committed) or go in (rolled back).  The model
+# cannot order them, so:
+#   - an upsert that ends while such a plain statement in autocommit
+#     runs (not seen to end) takes the row's fate from RETURNING
+#     (upsert_verdict), and if it skipped a key the statement inserts (or
+#     inserted one it deletes), that statement must have committed:
+#     rows_done checks it when it ends;
+#   - a plain statement that ends while such an upsert runs may succeed
+#     or fail (judge: 'maybe', but 'fail' where the key is held by a row
+#     that stays: the upsert can only skip it); its rows are in iff it
+#     succeeded, and the upsert is then judged with them;
+#   - a statement that ends after the other was seen to end is judged as
+#     any other, with what the other did;
+#   - a plain statement in a transaction block (its statement running)
+#     cannot have decided an upsert's row that ended: had it written the
+#     key first, the upsert would wait for its transaction; the upsert is
+#     judged as if it had not run.
+# A plain statement takes a key of a running upsert only if that upsert
+# has RETURNING (it may have to learn its row: race_ok); an upsert that
+# takes a running plain statement's key has it (the key is uncertain).
 #
 
 # Keys the running statements of sessions other than d write: those of
-# upserts ($upsert) or of other statements.
+# upserts ($upsert) or of other statements, each with the actions that
+# write it.
 sub running_keys
 {
 	my ($d, $upsert) = @_;
@@ -1080,9 +1163,61 @@ sub running_keys
 	for my $o (@sess)
 	{
 		next if $o == $d || !$o->{pending} || !$o->{pending}{upsert} != !$upsert;
-		$k{$_} = 1 for keys %{ $o->{pending}{touch}{where} };
+		push @{ $k{$_} }, $o->{pending} for sort { $a <=> $b } keys %{ $o->{pending}{touch}{where} };
 	}
 	return \%k;
+}
+
+# Hot keys that running upserts (with RETURNING) of sessions other than d
+# write, for a plain statement of d to race them.
+sub upsert_race_keys
+{
+	my ($d) = @_;
+	my $up = running_keys($d, 1);
+	return grep { $_ < $bulk_base && !grep { !$_->{returning} } @{ $up->{$_} } } sort { $a <=> $b } keys %$up;
+}
+
+# May a plain statement of session d make these row changes, where
+# running upserts of other sessions write some of the keys it inserts?
+# Only if those have RETURNING (one may end while this statement runs,
+# and learn its row), and then half the time ($force: always).
+sub race_ok
+{
+	my ($d, $ops, $force) = @_;
+	my $up = running_keys($d, 1);
+	my @u = map { @{ $up->{ $_->[2] } // [] } } grep { $_->[0] eq 'ins' } @$ops;
+	return 1 unless @u;
+	return 0 if grep { !$_->{returning} } @u;
+	return $force || rand() < 0.5;
+}
+
+# Action a of session d starts: if it is an upsert and a plain statement
+# of another session runs that writes one of its keys, or the other way
+# round, both note the keys in {race} (counted when they end).
+sub race_mark
+{
+	my ($d, $a) = @_;
+	return unless @{ $a->{ops} // [] };
+	for my $o (grep { $_ != $d && $_->{pending} && @{ $_->{pending}{ops} // [] } } @sess)
+	{
+		my $p = $o->{pending};
+		next if !$p->{upsert} == !$a->{upsert};
+		for my $k (grep { $p->{touch}{where}{$_} } keys %{ $a->{touch}{where} })
+		{
+			$a->{race}{$k} = $p->{race}{$k} = 1;
+		}
+	}
+}
+
+# A race of an upsert and a plain statement of key k was won by $who: its
+# row was in first, and the other failed (23505) or skipped it.  The
+# first of each in a round is noted, with the steps before it.
+sub race_won
+{
+	my ($who, $k) = @_;
+	return if $M{race}{won}{$who}++;
+	note("step $stepno: the round's first race won by the $who (key $k):\n"
+		  . join("\n", @trace[ max(0, $#trace - 12) .. $#trace ]));
 }
 
 # A committed bulk key live in t's view (its partition attached, neither
@@ -1117,6 +1252,9 @@ sub op_upsert
 			|| %{ $_->{pending}{touch}{trunc} }) } @sess;
 	my @slots = attached_slots($t) or return;
 	my $plain = running_keys($d, 0);
+	# half the time, keys that running plain statements of other sessions
+	# write are taken too (a race: see above)
+	$plain = {} if %$plain && rand() < 0.5;
 	my $alone = !others($t);
 	my @committed = grep { !$plain->{$_} && live_slots(undef, $_) } sort { $a <=> $b } keys %{ $M{where} };
 	my @own = $t ? grep { !$plain->{$_} } sort { $a <=> $b } keys %{ $t->{where} } : ();
@@ -1142,6 +1280,16 @@ sub op_upsert
 		my $slot = $direct // pick(@slots);
 		push @rows, [ $slot, rand_p($slot), $k ];
 	}
+	return upsert_action($d, \@rows, $direct);
+}
+
+# The upsert of rows ([slot, p, k]) by session d, into t or into the
+# partition of slot direct.
+sub upsert_action
+{
+	my ($d, $rows, $direct) = @_;
+	my $t = $d->{tx};
+	my @rows = @$rows;
 	my $up = running_keys($d, 1);
 	$M{ups_stacked}++ if grep { $up->{ $_->[2] } } @rows;
 	my $unc = other_ddl($t) || grep { uncertain($t, $_->[2]) } @rows;
@@ -1183,7 +1331,8 @@ sub attach_about
 # without error), in the scratch state of its transaction (its earlier
 # rows applied): 'in', 'skip', 'learn' (work the model cannot order
 # decided it: RETURNING tells), or 'wait' (another transaction holds the
-# key: the statement cannot have ended).
+# key: the statement cannot have ended).  With 'learn' because of one
+# plain statement in autocommit, that statement's session too.
 sub upsert_verdict
 {
 	my ($d, $scratch, $k, $ddl) = @_;
@@ -1209,17 +1358,34 @@ sub upsert_verdict
 		return "learn ($name runs)" if $p;
 		return "wait for $name";
 	}
-	return 'skip' if @live;
-	# a running upsert of another session may have inserted the key and
-	# committed; one in a transaction block would hold it (we would wait)
-	for my $o (grep { $_ != $d && $_->{pending} } @sess)
+	# Statements of other sessions running in autocommit that write k:
+	# an upsert may have inserted it and committed, a plain statement
+	# inserted or deleted it and committed (or failed).  One in a
+	# transaction block cannot have decided the row: had it written the
+	# key first, we would wait for its transaction (an upsert's, or a
+	# plain statement's whose statement then failed, taking its change
+	# back, or that cannot have ended yet); as if it had not run.
+	my @race = grep { $_ != $d && $_->{pending} && !$_->{tx} && $_->{pending}{touch}{where}{$k} } @sess;
+	my @plain = grep { !$_->{pending}{upsert} } @race;
+	my %w;    # plain statement's session => {ins => 1, del => 1}: what it does to k
+	for my $o (@plain)
 	{
-		next unless $o->{pending}{touch}{where}{$k};
-		fail_now("model: $o->{s}{name} writes $k beside an upsert of it: $o->{pending}{sql}")
-		  unless $o->{pending}{upsert};
-		return "learn ($o->{s}{name} upserts)" unless $o->{tx};
+		$w{ $o->{s}{name} }{ $_->[0] } = 1 for grep { $_->[2] == $k } @{ $o->{pending}{ops} };
 	}
-	return 'in';
+	# a row found stays, unless a plain statement deletes it (an insert
+	# or an upsert of the key beside it fails or skips)
+	return 'skip' if @live && !grep { $_->{del} } values %w;
+	return 'in' unless @race;
+	if (@race == 1 && @plain == 1)
+	{
+		my $w = $w{ $plain[0]{s}{name} };
+		# a move, or an UPDATE keeping the key: a row of k is there before
+		# and after
+		return 'skip' if $w->{del} && $w->{ins};
+		return ("learn ($plain[0]{s}{name} " . ($w->{del} ? 'deletes' : 'inserts') . ')', $plain[0]);
+	}
+	return "learn ($race[0]{s}{name} upserts)" unless @plain;
+	return 'learn (' . join(',', map { $_->{s}{name} } @race) . ' write)';
 }
 
 # The end of an upsert.  Its outcome: success, or a deadlock victim once
@@ -1236,6 +1402,7 @@ sub upsert_done
 	my $what = "$d->{s}{name}: $a->{sql}";
 	$M{upserts}++;
 	$M{ups_waited}++ if $a->{waited};
+	$M{race}{ups}{$st}++ if $a->{race};
 	my $locks = ctl_query(
 		"SELECT count(*) FROM pg_locks WHERE pid = $d->{s}{pid} AND locktype = 'advisory' AND objsubid = 26485");
 	fail_now("$what: $st, and the session still holds $locks upsert locks") if $locks ne '0';
@@ -1268,19 +1435,43 @@ sub upsert_done
 	for my $r (@{ $a->{rows} })
 	{
 		my ($slot, $p, $k) = @$r;
-		my $v = upsert_verdict($d, $scratch, $k, $ddl);
+		my ($v, $racer) = upsert_verdict($d, $scratch, $k, $ddl);
 		push @verdicts, "$k:" . ($v =~ s/ /_/gr);
 		fail_now("$what: ended where it must still wait (key $k, $v): "
 			  . join(' ', @verdicts))
 		  if $v =~ /^wait/;
-		if ($v =~ /^learn \(.*?(\w+)\)/)
+		my $why = $v =~ /^learn \(.*?(\w+)\)/ && $1;
+		if ($why)
 		{
-			$M{ups_learn_why}{$1}++;
+			$M{ups_learn_why}{$why}++;
 			fail_now("$what: key $k was decided by work the model cannot order, "
 				  . 'and there is no RETURNING (it waited where nothing should hold it up?)')
 			  unless $a->{returning};
 			$M{ups_learned}++;
 			$v = $ret{"$p|$k"} ? 'in' : 'skip';
+			$M{race}{ups_learned}{$v}++ if $why =~ /^(inserts|deletes|write)$/;
+		}
+		# the one plain statement that raced it decided the row: if the
+		# row was skipped for its insert, or inserted for its delete, it
+		# committed
+		push @{ $racer->{pending}{must_commit} },
+		  "$d->{s}{name}'s upsert (step $stepno) " . ($v eq 'in' ? 'inserted' : 'skipped') . " key $k, which it $why"
+		  if $racer && ($v eq 'in') == ($why eq 'deletes');
+		if ($a->{race}{$k})
+		{
+			$M{race}{ups_rows}{$v}++;
+			if ($v eq 'in')
+			{
+				# a racing plain statement judged before failed on it, or
+				# one still running is told
+				race_won('upsert', $k) if $a->{plain_failed}{$k};
+				$_->{pending}{ups_took}{$k} = 1
+				  for grep { $_ != $d && $_->{pending} && !$_->{pending}{upsert} && ($_->{pending}{race} // {})->{$k} } @sess;
+			}
+			elsif ($a->{plain_took}{$k} || ($racer && $why eq 'inserts'))
+			{
+				race_won('plain statement', $k);
+			}
 		}
 		if ($v eq 'in')
 		{
@@ -1309,6 +1500,98 @@ sub upsert_done
 	my $tx = $t // new_txn();
 	apply_ops($tx, \@ins);
 	commit_txn($tx) unless $t;
+}
+
+# A race of an upsert and a plain statement of one key, set up in one
+# step (the random steps seldom leave a statement waiting long enough for
+# another session to take its key): session d (h) inserts a free key k2
+# in its transaction; session x runs an upsert, or a plain INSERT, COPY
+# or UPDATE, of another free key k1 and k2 (its row of k1 is then in), or
+# of k2 alone, and waits for h; session y runs the other kind, of k1 (and
+# k2), or of k2: it waits for x's row of k1, or for h; then h commits or
+# rolls back, and whichever of x and y is first decides the other's row
+# (src/README, "ON CONFLICT DO NOTHING", point 5).  x and y may be in
+# transaction blocks.  The scene only picks the keys: each statement is
+# judged as any other, and it stops where one does not wait.
+sub op_race_scene
+{
+	my ($d) = @_;
+	return if grep { $_->{pending} || ($_->{tx} && ($_->{tx}{aborted} || $_->{tx}{rr})) } @sess;
+	return if other_ddl(undef);
+	return if race_free_keys() < 2;
+	return { race_scene => 1 };
+}
+
+# Hot keys that no row holds, nor any transaction writes.
+sub race_free_keys
+{
+	return grep { !key_slots(undef, $_) && !uncertain(undef, $_) } 1 .. $M{hot};
+}
+
+sub race_scene
+{
+	my ($d) = @_;
+	trace("$d->{s}{name}: scene: an upsert races a plain statement");
+	$M{race}{scenes}++;
+	my @free = race_free_keys();
+	my $k2 = pick(@free);
+	my $k1 = pick(grep { $_ != $k2 } @free);
+	my $x = pick(grep { $_ != $d } @sess);
+	my ($y) = grep { $_ != $d && $_ != $x } @sess;
+	run_action($d, op_begin($d)) unless $d->{tx};
+	my $t = $d->{tx} or return;
+	my $ah = race_plain($d, [$k2], 1) or return;
+	run_action($d, $ah);
+	return if $d->{pending} || $t->{aborted};
+	my $upfirst = rand() < 0.5;
+	my $r = rand();
+	my ($kx, $ky) = $r < 0.4 ? ([ $k1, $k2 ], [$k1]) : $r < 0.7 ? ([ $k1, $k2 ], [ $k1, $k2 ]) : ([$k2], [$k2]);
+	my $ax = $upfirst ? race_upsert($x, $kx) : race_plain($x, $kx);
+	run_action($x, $ax) if $ax;
+	if ($x->{pending})
+	{
+		my $ay = $upfirst ? race_plain($y, $ky) : race_upsert($y, $ky);
+		run_action($y, $ay) if $ay && race_ok($y, $ay->{ops}, 1);
+	}
+	run_action($d, op_end($d, rand() < 0.5 ? 'COMMIT' : 'ROLLBACK'));
+}
+
+# A plain statement of session d that inserts keys: an INSERT, a COPY, or
+# (of one key, not $insert) an UPDATE of a live key to it.
+sub race_plain
+{
+	my ($d, $keys, $insert) = @_;
+	my $t = $d->{tx};
+	my @slots = attached_slots($t) or return;
+	my $r = $insert ? 0.5 : rand();
+	my $u = @$keys == 1 && $r < 0.25 && pick(live_keys_untouched($t));
+	if ($u)
+	{
+		my ($k, $slot) = @$u;
+		return {
+			sql => "UPDATE t SET k = $keys->[0] WHERE k = $k RETURNING k",
+			row => [ $slot, $k ],
+			ops => [ [ 'del', $slot, $k ], [ 'ins', $slot, $keys->[0] ] ],
+			done => \&rows_done
+		};
+	}
+	my @ops = map { [ 'ins', pick(@slots), $_ ] } @$keys;
+	my $a = {
+		sql => 'INSERT INTO t VALUES ' . join(', ', map { '(' . rand_p($_->[1]) . ", $_->[2])" } @ops),
+		ops => \@ops,
+		done => \&rows_done
+	};
+	return $r >= 0.75 ? as_copy($a) : $a;
+}
+
+# An upsert of keys by session d (into t, or at times into a partition).
+sub race_upsert
+{
+	my ($d, $keys) = @_;
+	my @slots = attached_slots($d->{tx}) or return;
+	my $direct = rand() < 0.3 ? pick(@slots) : undef;
+	my @rows = map { my $slot = $direct // pick(@slots); [ $slot, rand_p($slot), $_ ] } @$keys;
+	return upsert_action($d, \@rows, $direct);
 }
 
 # Many new keys at once, spread over the attached partitions: enough, in
@@ -2232,7 +2515,8 @@ my @ops = (
 # table): there the operations, and so the seeds' steps, are as before.
 push @ops,
   [ 6, 'upsert', sub { op_upsert($_[0], 1) } ],
-  [ 4, 'upsert many', sub { op_upsert($_[0], 2 + int(rand(5))) } ]
+  [ 4, 'upsert many', sub { op_upsert($_[0], 2 + int(rand(5))) } ],
+  [ 3, 'race scene', \&op_race_scene ]
   if $pg18;
 # Lookups (with GUNIQUE_STATEFUL_LOOKUPS=0 the steps are those of before)
 push @ops,
@@ -2320,6 +2604,11 @@ sub step
 		if ($a->{scene})
 		{
 			lookup_scene($d);
+			return;
+		}
+		if ($a->{race_scene})
+		{
+			race_scene($d);
 			return;
 		}
 		if ($a->{race})
@@ -2714,6 +3003,22 @@ for my $round (1 .. $rounds)
 		$M{ups_skip} // 0, $M{ups_learned} // 0,
 		join('', map { ", $M{ups_learn_why}{$_} $_" } sort keys %{ $M{ups_learn_why} // {} }),
 		join(' ', map { "$_ $M{ups_err}{$_}" } sort keys %{ $M{ups_err} // {} }) || 'none');
+	# races of upserts with plain statements of one key (see op_upsert)
+	my $r = $M{race} // {};
+	my $hist = sub { my ($h) = @_; join(' ', map { "$_ $h->{$_}" } sort keys %{ $h // {} }) || 'none' };
+	my $sum = sub { List::Util::sum(0, values %{ $_[0] // {} }) };
+	$ups .= sprintf(
+		', races with plain statements: %d scenes, %d upserts (ended: %s; the keys raced: %d rows in, %d skipped; '
+		  . 'taken from RETURNING while the plain statement ran: %d in, %d skipped), '
+		  . '%d plain statements (ended: %s; %d of the unique violations predicted; '
+		  . '%d that had to have committed); won by the upsert %d times (the plain statement failing on its key), '
+		  . 'by the plain statement %d (the upsert skipping its row)',
+		$r->{scenes} // 0, $sum->($r->{ups}),
+		$hist->($r->{ups}), $r->{ups_rows}{in} // 0, $r->{ups_rows}{skip} // 0,
+		$r->{ups_learned}{in} // 0, $r->{ups_learned}{skip} // 0,
+		$sum->($r->{plain}),
+		$hist->($r->{plain}), $r->{plain_known} // 0, $r->{must_commit} // 0,
+		$r->{won}{upsert} // 0, $r->{won}{'plain statement'} // 0) if $pg18;
 	my $lk = $M{lk} // {};
 	my $lks = !$lookups ? '' : sprintf(
 		', %d lookups (%d statements, %d from a leaf, %d through a view, %d prepared; %d in READ COMMITTED and %d in REPEATABLE READ transactions, %d beside DDL (%d scenes), %d raced, %d waited, %d judged over several versions; %d keys, %d rows found, %d with a truncated row missing; errors: %s; keys checked: %d; EXPLAIN ANALYZE: %s)',

@@ -216,12 +216,16 @@ SELECT * FROM own;
 -- list of the group's leaves by tag that every leaf's probes share; a row
 -- into many_0 makes the list first, and must not leave many_0 out of it
 -- for the row into many_5 whose key many_0 holds.
-CREATE TABLE many (id int, p int) PARTITION BY LIST (p);
-DO $$BEGIN
-	FOR i IN 0 .. 69 LOOP
-		EXECUTE format('CREATE TABLE many_%s PARTITION OF many FOR VALUES IN (%s)', i, i);
+-- partitions parent_0 .. parent_(n - 1) of a table listed by p
+CREATE PROCEDURE list_parts(parent text, n int) LANGUAGE plpgsql AS $$
+BEGIN
+	FOR i IN 0 .. n - 1 LOOP
+		EXECUTE format('CREATE TABLE %I PARTITION OF %I FOR VALUES IN (%s)',
+					   parent || '_' || i, parent, i);
 	END LOOP;
-END$$;
+END $$;
+CREATE TABLE many (id int, p int) PARTITION BY LIST (p);
+CALL list_parts('many', 70);
 CREATE UNIQUE INDEX many_id ON many USING gunique (id);
 INSERT INTO many SELECT i, i % 70 FROM generate_series(1, 700) i;
 SELECT count(*) FROM (SELECT gunique_build_filters('many_id')) f;
@@ -236,11 +240,7 @@ SELECT count(*), count(DISTINCT id) FROM many;
 -- has the row before the leaf's probe runs, which must pass over every
 -- index of own partition, and other partitions' probes must search both.
 CREATE TABLE twin (id int, p int) PARTITION BY LIST (p);
-DO $$BEGIN
-	FOR i IN 0 .. 69 LOOP
-		EXECUTE format('CREATE TABLE twin_%s PARTITION OF twin FOR VALUES IN (%s)', i, i);
-	END LOOP;
-END$$;
+CALL list_parts('twin', 70);
 CREATE UNIQUE INDEX twin_5_old ON twin_5 USING gunique (id);
 CREATE UNIQUE INDEX twin_id ON twin USING gunique (id);
 INSERT INTO twin SELECT i, i % 70 FROM generate_series(1, 700) i;

@@ -17,12 +17,14 @@
  *
  * Beside each lock is a count of pending upserts: ON CONFLICT DO NOTHING
  * checks (onconflict.c) that found nothing for a key under the lock and
- * hold its upsert lock until their insert is in.  An inserter reads the
- * count under the key lock, just before it would insert, and waits for the
- * upsert lock if it is not zero; the check, having raised the count, waits
- * out the key's lock before it looks for the key.  Why that makes the check
- * and a plain insert of the key see one another: src/README, "ON CONFLICT
- * DO NOTHING", point 5.
+ * hold its upsert lock until their insert is in, with the partition their
+ * rows go to when all go to one.  An inserter reads them under the key
+ * lock, just before it would insert, and waits for the upsert lock if an
+ * upsert is pending into another partition than its own; the check, having
+ * counted itself, waits out the key's lock before it looks for the key.
+ * Why that makes the check and a plain insert of the key see one another,
+ * and why an upsert into the inserter's own partition needs no wait:
+ * src/README, "ON CONFLICT DO NOTHING", point 5.
  *
  *-------------------------------------------------------------------------
  */
@@ -37,12 +39,25 @@
 
 #define GUNIQUE_KEYLOCKS	1024	/* a power of two */
 
-/* A count alone in its cache line: upserts of one key do not slow others. */
+/*
+ * The pending upserts of a key lock, alone in a cache line (upserts of one
+ * key do not slow others): their count in the low 32 bits, and in the high
+ * 32 the partition every one of them goes to, or InvalidOid if they go to
+ * more than one (or one did not know).  The partition is set by the first
+ * upsert counted from zero and stays InvalidOid, once mixed, until the
+ * count is zero again: while the count is not zero, a partition there is
+ * that of every pending upsert.
+ */
 typedef union PendingUpserts
 {
-	pg_atomic_uint32 count;
+	pg_atomic_uint64 state;
 	char		pad[PG_CACHE_LINE_SIZE];
 } PendingUpserts;
+
+#define PENDING_COUNT(state)		((uint32) ((state) & 0xFFFFFFFF))
+#define PENDING_PARTITION(state)	((Oid) ((state) >> 32))
+#define PENDING_STATE(count, partition) \
+	(((uint64) (partition) << 32) | (uint64) (count))
 
 static LWLockPadded *keylocks = NULL;
 static PendingUpserts *pending = NULL;
@@ -70,7 +85,7 @@ gunique_keylock_shmem_startup(void)
 							  &found);
 	if (!found)
 		for (int i = 0; i < GUNIQUE_KEYLOCKS; i++)
-			pg_atomic_init_u32(&pending[i].count, 0);
+			pg_atomic_init_u64(&pending[i].state, 0);
 }
 
 static inline uint32
@@ -89,35 +104,54 @@ gunique_keylock_for(Oid topindex, uint32 keyhash)
 
 /*
  * An upsert check of a key (its hash as the key lock's) passed, and holds
- * its upsert lock: count it until the lock goes.  The atomic add is a full
- * barrier, so the count is raised before the caller waits out the key's
- * lock.
+ * its upsert lock, for a row going to "partition" (InvalidOid if it does
+ * not know): count it until the lock goes.  The compare-and-exchange is a
+ * full barrier, so the count is raised before the caller waits out the
+ * key's lock.
  */
 void
-gunique_keylock_upsert_begin(Oid topindex, uint32 keyhash)
+gunique_keylock_upsert_begin(Oid topindex, uint32 keyhash, Oid partition)
 {
-	(void) pg_atomic_fetch_add_u32(&pending[keylock_slot(topindex,
-														  keyhash)].count, 1);
+	pg_atomic_uint64 *state = &pending[keylock_slot(topindex, keyhash)].state;
+	uint64		old = pg_atomic_read_u64(state);
+
+	for (;;)
+	{
+		uint32		count = PENDING_COUNT(old);
+		Oid			into = partition;
+
+		if (count > 0 && PENDING_PARTITION(old) != partition)
+			into = InvalidOid;
+		if (pg_atomic_compare_exchange_u64(state, &old,
+										   PENDING_STATE(count + 1, into)))
+			break;
+	}
 }
 
+/* The count goes down; the partition, if mixed, stays so until zero. */
 void
 gunique_keylock_upsert_end(Oid topindex, uint32 keyhash)
 {
-	(void) pg_atomic_fetch_sub_u32(&pending[keylock_slot(topindex,
-														  keyhash)].count, 1);
+	(void) pg_atomic_fetch_sub_u64(&pending[keylock_slot(topindex,
+														  keyhash)].state, 1);
 }
 
 /*
- * Does an upsert check of a key under this key lock hold its upsert lock?
- * Read under the key lock, whose acquisition was a barrier.  Keys that
- * share a lock share the count, which costs a needless wait, never a
- * missed one.
+ * Is an upsert check of a key under this key lock holding its upsert lock
+ * for a row that goes to another partition than "partition", or to one it
+ * did not know?  Read under the key lock, whose acquisition was a barrier.
+ * Keys that share a lock share the count, which costs a needless wait,
+ * never a missed one: the partition read is that of every pending upsert
+ * of the lock's keys, or none.
  */
 bool
-gunique_keylock_upserts_pending(Oid topindex, uint32 keyhash)
+gunique_keylock_upserts_elsewhere(Oid topindex, uint32 keyhash,
+								  Oid partition)
 {
-	return pg_atomic_read_u32(&pending[keylock_slot(topindex,
-													 keyhash)].count) != 0;
+	uint64		state = pg_atomic_read_u64(&pending[keylock_slot(topindex,
+																  keyhash)].state);
+
+	return PENDING_COUNT(state) != 0 && PENDING_PARTITION(state) != partition;
 }
 
 /*

@@ -46,6 +46,7 @@
 #include "catalog/pg_trigger.h"
 #include "commands/trigger.h"
 #include "executor/executor.h"
+#include "executor/execPartition.h"
 #include "miscadmin.h"
 #include "nodes/extensible.h"
 #include "nodes/makefuncs.h"
@@ -172,7 +173,7 @@ gunique_onconflict_release_waits(Oid top)
 }
 
 bool
-gunique_onconflict_must_wait(Oid top, uint32 hash)
+gunique_onconflict_must_wait(Oid top, uint32 hash, Oid partition)
 {
 	return false;
 }
@@ -229,6 +230,8 @@ typedef struct CheckedIndex
 typedef struct ConflictCheckState
 {
 	CustomScanState css;
+	ModifyTableState *mtstate;	/* above it, once the executor has started
+								 * (conflict_ExecutorStart), or NULL */
 	int			nchecked;
 	CheckedIndex *checked;
 	SnapshotData dirty;
@@ -247,6 +250,8 @@ static const CustomScanMethods conflict_scan_methods = {
 	.CustomName = CONFLICT_CHECK_NAME,
 	.CreateCustomScanState = conflict_create_state,
 };
+
+static ExecutorStart_hook_type prev_ExecutorStart = NULL;
 
 static const CustomExecMethods conflict_exec_methods = {
 	.CustomName = CONFLICT_CHECK_NAME,
@@ -312,7 +317,7 @@ upsert_locks_release(Oid top)
  * can fail.
  */
 static void
-upsert_lock_acquire(Oid top, uint32 hash, LOCKMODE mode)
+upsert_lock_acquire(Oid top, uint32 hash, LOCKMODE mode, Oid partition)
 {
 	HeldUpsertLock *held;
 
@@ -331,7 +336,7 @@ upsert_lock_acquire(Oid top, uint32 hash, LOCKMODE mode)
 	(void) LockAcquire(&held->tag, mode, false, false);
 	nheld_locks++;
 	if (mode == ExclusiveLock)
-		gunique_keylock_upsert_begin(top, hash);
+		gunique_keylock_upsert_begin(top, hash, partition);
 }
 
 /*
@@ -371,16 +376,20 @@ upsert_lock_held(Oid top, uint32 hash)
 }
 
 /*
- * Under the key lock, just before an insert of a key into a tree: has a
- * check of ON CONFLICT DO NOTHING passed for the key (or one sharing its
- * count) that is not this backend's, and not inserted yet?  Then the
- * inserter must wait for it (gunique_onconflict_wait) before it inserts.
+ * Under the key lock, just before an insert of a key into a tree through a
+ * leaf on "partition": has a check of ON CONFLICT DO NOTHING passed for the
+ * key (or one sharing its count) that is not this backend's, for a row that
+ * goes to another partition, and not inserted yet?  Then the inserter must
+ * wait for it (gunique_onconflict_wait) before it inserts.  An upsert into
+ * the inserter's own partition meets its entry there, as the executor
+ * arbitrates within a partition, and must not be waited for: it may be
+ * waiting for the inserter's row in another index of that partition.
  * "hash" is the upsert lock's: the key image's, folded, or 0.
  */
 bool
-gunique_onconflict_must_wait(Oid top, uint32 hash)
+gunique_onconflict_must_wait(Oid top, uint32 hash, Oid partition)
 {
-	return gunique_keylock_upserts_pending(top, hash) &&
+	return gunique_keylock_upserts_elsewhere(top, hash, partition) &&
 		!upsert_lock_held(top, hash);
 }
 
@@ -392,7 +401,7 @@ gunique_onconflict_must_wait(Oid top, uint32 hash)
 void
 gunique_onconflict_wait(Oid top, uint32 hash)
 {
-	upsert_lock_acquire(top, hash, ShareLock);
+	upsert_lock_acquire(top, hash, ShareLock, InvalidOid);
 }
 
 /*
@@ -751,10 +760,36 @@ typedef enum CheckOutcome
 	CHECK_WAITED				/* waited for a holder: check again */
 } CheckOutcome;
 
-/* Check one key under its upsert lock. */
+/*
+ * The partition the executor will put the row into, routed as ExecInsert
+ * routes it, through the ModifyTable's own routing (which then finds the
+ * partition set up): an upsert counts itself as pending into it.  Routing
+ * opens and locks the partition, before the upsert lock is taken.
+ * InvalidOid if the node does not know its ModifyTable.
+ */
+static Oid
+conflict_row_partition(ConflictCheckState *state, TupleTableSlot *slot)
+{
+	ModifyTableState *mt = state->mtstate;
+	ResultRelInfo *target;
+
+	if (mt == NULL)
+		return InvalidOid;
+	target = mt->resultRelInfo;
+	if (mt->mt_partition_tuple_routing != NULL)
+		target = ExecFindPartition(mt, target, mt->mt_partition_tuple_routing,
+								   slot, state->css.ss.ps.state);
+	return RelationGetRelid(target->ri_RelationDesc);
+}
+
+/*
+ * Check one key under its upsert lock.  *partition is the row's, or
+ * InvalidOid until it is routed.
+ */
 static CheckOutcome
 conflict_check_key(ConflictCheckState *state, CheckedIndex *ci,
-				   Datum *values, bool *isnull)
+				   TupleTableSlot *slot, Datum *values, bool *isnull,
+				   Oid *partition)
 {
 	GuniqueKeyImage image;
 	GuniqueLookupHit hit;
@@ -769,9 +804,11 @@ conflict_check_key(ConflictCheckState *state, CheckedIndex *ci,
 	{
 		uint32		hash;
 
+		if (!OidIsValid(*partition))
+			*partition = conflict_row_partition(state, slot);
 		gunique_keymap_image(&image, &ci->map, values, isnull);
 		hash = gunique_keymap_lock_hash(&image);
-		upsert_lock_acquire(ci->top, hash, ExclusiveLock);
+		upsert_lock_acquire(ci->top, hash, ExclusiveLock, *partition);
 
 		/*
 		 * Counted as pending: an inserter of the key that had not seen the
@@ -812,6 +849,7 @@ conflict_row_held(ConflictCheckState *state, TupleTableSlot *slot)
 	ExprContext *econtext = GetPerTupleExprContext(estate);
 	TupleTableSlot *saved = econtext->ecxt_scantuple;
 	bool		held = false;
+	Oid			partition = InvalidOid;
 
 	econtext->ecxt_scantuple = slot;
 	for (int i = 0; i < state->nchecked && !held; i++)
@@ -829,7 +867,8 @@ conflict_row_held(ConflictCheckState *state, TupleTableSlot *slot)
 			nulls |= isnull[k];
 		if (nulls)
 			continue;			/* "=" never holds: left to the probe */
-		outcome = conflict_check_key(state, ci, values, isnull);
+		outcome = conflict_check_key(state, ci, slot, values, isnull,
+									 &partition);
 		held = outcome == CHECK_HELD;
 		if (outcome == CHECK_WAITED)
 			i = -1;				/* every key again, its locks released */
@@ -900,6 +939,44 @@ conflict_explain(CustomScanState *node, List *ancestors, ExplainState *es)
 		ExplainPropertyInteger("Rows Skipped", NULL, state->skipped, es);
 }
 
+/* A ModifyTable's conflict check learns of it. */
+static void
+conflict_find_modify_table(PlanState *ps)
+{
+	PlanState  *child;
+
+	if (ps == NULL || !IsA(ps, ModifyTableState))
+		return;
+	child = outerPlanState(ps);
+	if (child != NULL && IsA(child, CustomScanState) &&
+		((CustomScanState *) child)->methods == &conflict_exec_methods)
+		((ConflictCheckState *) child)->mtstate = (ModifyTableState *) ps;
+}
+
+/*
+ * A conflict check routes its rows through its ModifyTable's routing,
+ * which a node cannot reach from below: tell it, once the plan is started.
+ * The planner puts a ModifyTable only at the top of a query's plan: the
+ * statement's, or a subplan's (a data-modifying WITH query).
+ */
+static void
+conflict_ExecutorStart(QueryDesc *queryDesc, int eflags)
+{
+	PlannedStmt *pstmt = queryDesc->plannedstmt;
+	ListCell   *lc;
+
+	if (prev_ExecutorStart)
+		prev_ExecutorStart(queryDesc, eflags);
+	else
+		standard_ExecutorStart(queryDesc, eflags);
+	if ((pstmt->commandType != CMD_INSERT && !pstmt->hasModifyingCTE) ||
+		(eflags & EXEC_FLAG_EXPLAIN_ONLY))
+		return;
+	conflict_find_modify_table(queryDesc->planstate);
+	foreach(lc, queryDesc->estate->es_subplanstates)
+		conflict_find_modify_table((PlanState *) lfirst(lc));
+}
+
 /*
  * The gunique indexes that arbitrate the ModifyTable's conflicts, on a
  * table of a partition tree; NIL if none.
@@ -965,6 +1042,8 @@ gunique_onconflict_init(void)
 	CacheRegisterRelcacheCallback(relcache_changed, (Datum) 0);
 	RegisterXactCallback(upsert_xact_callback, NULL);
 	RegisterSubXactCallback(upsert_subxact_callback, NULL);
+	prev_ExecutorStart = ExecutorStart_hook;
+	ExecutorStart_hook = conflict_ExecutorStart;
 }
 
 #endif

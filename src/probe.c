@@ -739,32 +739,25 @@ typedef enum ProbeOutcome
 
 /*
  * Under the key lock, nothing found: has a check of ON CONFLICT DO NOTHING
- * passed for the key, and not inserted yet (onconflict.c)?  Then release
- * the key lock, wait for the check's upsert lock, and return true to look
- * again, holding it; the check's entry may be in by then.  Unless
- * *waitable is 0: an inserter whose entry is in own leaf already (it
- * waits for a holder there) needs no such wait, since a check that passes
- * after it finds its entry; and one whose row is in another unique index
- * of its partition already must not wait (a deadlock: see
- * gunique_probegroup_upserts_waitable), which the first pending upsert
- * met (*waitable -1) asks the catalogs, without the key lock, before it
- * looks again.  src/README, "ON CONFLICT DO NOTHING", point 5.
+ * passed for the key, for a row going to another partition, and not
+ * inserted yet (onconflict.c)?  Then release the key lock, wait for the
+ * check's upsert lock, and return true to look again, holding it; the
+ * check's entry may be in by then.  An inserter whose entry is in own leaf
+ * already (it waits for a holder there) needs no such wait: a check that
+ * passes after it finds its entry.  src/README, "ON CONFLICT DO NOTHING",
+ * point 5.
  */
 static bool
 probe_upsert_pending(GuniqueProbe *probe, ProbeGroup *pg,
-					 GuniqueKeyImage *key, int *waitable)
+					 GuniqueKeyImage *key, bool entry_in_place)
 {
 	uint32		hash = gunique_keymap_lock_hash(key);
 
-	if (*waitable == 0 || !gunique_onconflict_must_wait(pg->topindex, hash))
+	if (entry_in_place ||
+		!gunique_onconflict_must_wait(pg->topindex, hash, pg->own_heap))
 		return false;
 	LWLockRelease(probe->keylock);
-	if (*waitable < 0)
-		*waitable = gunique_probegroup_upserts_waitable(probe->indexInfo,
-														probe->index,
-														probe->heap);
-	else
-		gunique_onconflict_wait(pg->topindex, hash);
+	gunique_onconflict_wait(pg->topindex, hash);
 	return true;
 }
 
@@ -781,7 +774,6 @@ probe_others(GuniqueProbe *probe, bool indexUnchanged, GuniqueKeyImage *key,
 			 uint64 *counts, bool entry_in_place)
 {
 	uint64		saved[GUNIQUE_NSTATS];
-	int			waitable = entry_in_place ? 0 : -1;
 
 	for (;;)
 	{
@@ -833,7 +825,7 @@ probe_others(GuniqueProbe *probe, bool indexUnchanged, GuniqueKeyImage *key,
 			gunique_probescan_leave(&cxt);
 			if (outcome == LIGHT_CLEAR)
 			{
-				if (!probe_upsert_pending(probe, pg, key, &waitable))
+				if (!probe_upsert_pending(probe, pg, key, entry_in_place))
 					return PROBE_CLEAR;
 				memcpy(counts, saved, sizeof(saved));
 				continue;
@@ -868,7 +860,7 @@ probe_others(GuniqueProbe *probe, bool indexUnchanged, GuniqueKeyImage *key,
 		}
 		if (!OidIsValid(conflict) && !TransactionIdIsValid(finding.xwait))
 		{
-			if (!probe_upsert_pending(probe, pg, key, &waitable))
+			if (!probe_upsert_pending(probe, pg, key, entry_in_place))
 				return PROBE_CLEAR;
 			memcpy(counts, saved, sizeof(saved));
 			continue;

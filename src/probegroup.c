@@ -45,8 +45,6 @@ typedef struct InsertCache
 	ProbeStatement *stmt;
 	ProbeGroup *groups[2];		/* by skip_self */
 	GuniqueKeyMap *keymap;		/* the index's, made on first use */
-	int8		waitable;		/* gunique_probegroup_upserts_waitable: -1
-								 * not known yet */
 } InsertCache;
 
 /*
@@ -511,7 +509,6 @@ insert_cache(IndexInfo *indexInfo, Relation index)
 		cache = MemoryContextAllocZero(parent, sizeof(InsertCache));
 		cache->keymap = MemoryContextAlloc(parent, sizeof(GuniqueKeyMap));
 		gunique_keymap_make(cache->keymap, index, parent);
-		cache->waitable = -1;
 		indexInfo->ii_AmCache = cache;
 	}
 	return cache;
@@ -567,50 +564,6 @@ gunique_probegroup_whole(IndexInfo *indexInfo, Relation index, bool skip_self)
 	pg = group_build(cache, index, skip_self, false);
 	cache->groups[skip_self] = pg;
 	return pg;
-}
-
-/*
- * May an insert through this leaf wait for a pending upsert of its key
- * (onconflict.c)?  Not if the executor has put the row into another
- * unique or exclusion index of the partition first (it inserts in index
- * OID order), one that checks at once: an upsert of the same row into the
- * partition would wait for this transaction in its own check of that
- * index while holding what the insert would wait for, a deadlock (src/README,
- * "ON CONFLICT DO NOTHING", point 5).  Answered once per IndexInfo, with
- * no key lock held: it reads the catalogs.  An index made later has a
- * higher OID.
- */
-bool
-gunique_probegroup_upserts_waitable(IndexInfo *indexInfo, Relation index,
-									Relation heap)
-{
-	InsertCache *cache = insert_cache(indexInfo, index);
-	List	   *indexes;
-	ListCell   *lc;
-
-	if (cache->waitable >= 0)
-		return cache->waitable;
-	cache->waitable = 1;
-	indexes = RelationGetIndexList(heap);
-	foreach(lc, indexes)
-	{
-		Oid			other = lfirst_oid(lc);
-		HeapTuple	tuple;
-		Form_pg_index form;
-
-		if (other >= RelationGetRelid(index))
-			continue;
-		tuple = SearchSysCache1(INDEXRELID, ObjectIdGetDatum(other));
-		if (!HeapTupleIsValid(tuple))
-			continue;			/* dropped: the executor does not insert */
-		form = (Form_pg_index) GETSTRUCT(tuple);
-		if (form->indisready && form->indimmediate &&
-			(form->indisunique || form->indisexclusion))
-			cache->waitable = 0;
-		ReleaseSysCache(tuple);
-	}
-	list_free(indexes);
-	return cache->waitable;
 }
 
 /*

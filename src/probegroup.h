@@ -120,9 +120,6 @@ extern ProbeGroup *gunique_probegroup_whole(IndexInfo *indexInfo,
 extern void gunique_probegroup_cleanup(IndexInfo *indexInfo);
 extern void gunique_probegroup_light_open(ProbeGroup *pg, uint64 tags,
 										  uint64 subs);
-extern bool gunique_probegroup_upserts_waitable(IndexInfo *indexInfo,
-												Relation index,
-												Relation heap);
 extern GuniqueKeyMap *gunique_probegroup_keymap(IndexInfo *indexInfo,
 												Relation index);
 extern LeafSummaryCopies *gunique_probegroup_copies(ProbeGroup *pg);

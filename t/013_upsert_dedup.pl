@@ -312,10 +312,14 @@ is($node->safe_psql('postgres', 'SELECT count(*) FROM events'),
 # each row into a partition picked by client and id, so that clients,
 # which advance at about the same pace, try the same new ids at the same
 # time.  A CHECK constraint sleeps 2 ms for each upsert row, between the
-# upsert's check of the row and its insert: a plain insert of the id then
-# must wait for the upsert's row (an upsert lock in ShareLock, logged after
-# deadlock_timeout) and fail, where it used to get in first and make the
-# upsert fail.  Every id tried is logged; at the end each is held exactly
+# upsert's check of the row and its insert: a plain insert of the id into
+# another partition then must wait for the upsert's row (an upsert lock in
+# ShareLock, logged after deadlock_timeout) and fail, where it used to get
+# in first and make the upsert fail.  The table has a primary key made
+# before the gunique index, which the executor inserts into first; a plain
+# insert into the upsert's own partition must not wait (the upsert may be
+# waiting for it in that key: a deadlock), and at 5105456 none waited then,
+# so that an upsert into another partition failed.  Every id tried is logged; at the end each is held exactly
 # once, and no upsert failed (pgbench counts no failed transaction).
 $node->safe_psql(
 	'postgres', qq{
@@ -326,7 +330,8 @@ BEGIN
 END
 \$f\$;
 CREATE TABLE race (id bigint NOT NULL, day date NOT NULL, payload text,
-				   CHECK (widen(payload))) PARTITION BY RANGE (day);
+				   CHECK (widen(payload)), PRIMARY KEY (id, day))
+  PARTITION BY RANGE (day);
 SELECT format('CREATE TABLE race_%s PARTITION OF race FOR VALUES FROM (%L) TO (%L)',
 			  p, date '2026-01-01' + p * 10, date '2026-01-01' + (p + 1) * 10)
   FROM generate_series(0, $nparts - 1) p \\gexec

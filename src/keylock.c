@@ -17,7 +17,7 @@
  *
  * Beside each lock is a count of pending upserts: ON CONFLICT DO NOTHING
  * checks (onconflict.c) that found nothing for a key under the lock and
- * hold its upsert lock until their insert is in, with the partition their
+ * hold its upsert lock until their row is done, with the partition their
  * rows go to when all go to one.  An inserter reads them under the key
  * lock, just before it would insert, and waits for the upsert lock if an
  * upsert is pending into another partition than its own; the check, having

@@ -23,10 +23,10 @@
  * ON CONFLICT DO NOTHING the planner hook puts a node of ours, a conflict
  * check, between the ModifyTable and the rows it inserts: a row whose key
  * another partition holds is skipped there.  A check that finds nothing
- * leaves the key's upsert lock held until the row's gunique insert, so
- * that two such statements never both pass the check with one key.  The
- * protocol and what it does not cover are in src/README, "ON CONFLICT DO
- * NOTHING".  DO UPDATE of a row in another partition remains a unique
+ * leaves the key's upsert lock held until the executor is done with the
+ * row, so that two such statements never both pass the check with one
+ * key.  The protocol and what it does not cover are in src/README, "ON
+ * CONFLICT DO NOTHING".  DO UPDATE of a row in another partition remains a unique
  * violation raised by the probe (see probe.c).
  *
  *-------------------------------------------------------------------------
@@ -340,9 +340,9 @@ upsert_lock_acquire(Oid top, uint32 hash, LOCKMODE mode, Oid partition)
 }
 
 /*
- * A gunique insert into a tree is done, or its probe is about to wait for
- * a transaction: the upsert locks of that tree's keys go.  An entry in a
- * leaf is found by every later check.
+ * A probe into a tree is about to wait for a transaction: the upsert locks
+ * of that tree's keys go, in any mode, so that no upsert lock is held
+ * while this backend waits for another transaction in a probe.
  */
 void
 gunique_onconflict_release_locks(Oid top)
@@ -355,7 +355,10 @@ gunique_onconflict_release_locks(Oid top)
  * An inserter lets its upsert locks in ShareLock go: before it opens a
  * leaf (it may wait for the leaf's lock), once its entry is in own leaf,
  * or when its tree no longer needs a probe.  It takes them again, if it
- * still must, before it inserts.
+ * still must, before it inserts.  A check's stay: the executor may take its
+ * row back after a conflict within the partition and insert it again
+ * (src/README, "ON CONFLICT DO NOTHING"); the check lets them go when it
+ * is asked for its next row.
  */
 void
 gunique_onconflict_release_waits(Oid top)

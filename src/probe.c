@@ -1079,7 +1079,8 @@ gunique_probe_after_insert(GuniqueProbe *probe, bool unique)
 		own_leaf_resolve(probe);
 	else
 		LWLockRelease(probe->keylock);
-	gunique_onconflict_release_locks(pg->topindex);
+	/* a check's upsert locks stay until the row is done (onconflict.c) */
+	gunique_onconflict_release_waits(pg->topindex);
 	if (pg->filters_wanted || pg->group_filter_wanted || probe->cover != 0)
 		ask_filters(pg, probe->index);
 	return probe->own_partial || probe->kept ? true : unique;

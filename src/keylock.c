@@ -18,10 +18,12 @@
  * Beside each lock is a count of pending upserts: ON CONFLICT DO NOTHING
  * checks (onconflict.c) that found nothing for a key under the lock and
  * hold its upsert lock until their row is done, with the partition their
- * rows go to when all go to one.  An inserter reads them under the key
- * lock, just before it would insert, and waits for the upsert lock if an
- * upsert is pending into another partition than its own; the check, having
- * counted itself, waits out the key's lock before it looks for the key.
+ * rows go to when all go to one; and each backend lists its pending
+ * upserts by key, for when they go to more.  An inserter reads them under
+ * the key lock, just before it would insert, and waits for the upsert lock
+ * if an upsert of its key is pending into another partition than its own;
+ * the check, having counted itself, waits out the key's lock before it
+ * looks for the key.
  * Why that makes the check and a plain insert of the key see one another,
  * and why an upsert into the inserter's own partition needs no wait:
  * src/README, "ON CONFLICT DO NOTHING", point 5.
@@ -31,9 +33,12 @@
 #include "postgres.h"
 
 #include "common/hashfn.h"
+#include "miscadmin.h"
 #include "port/atomics.h"
 #include "storage/lwlock.h"
+#include "storage/proc.h"
 #include "storage/shmem.h"
+#include "storage/spin.h"
 
 #include "keylock.h"
 
@@ -59,8 +64,31 @@ typedef union PendingUpserts
 #define PENDING_STATE(count, partition) \
 	(((uint64) (partition) << 32) | (uint64) (count))
 
+/*
+ * Each backend's pending upserts, by key.  Only one backend at a time
+ * holds a key's upsert lock in ExclusiveLock, so where a key lock's
+ * pending upserts go to more than one partition, an inserter finds where
+ * its own key's goes here.  Written by its backend only, under the
+ * spinlock: a key is added before the count is raised and taken out
+ * before it is lowered.
+ */
+typedef struct PendingKey
+{
+	Oid			topindex;
+	uint32		keyhash;
+	Oid			partition;
+} PendingKey;
+
+typedef struct BackendPending
+{
+	slock_t		mutex;
+	int			nkeys;
+	PendingKey	keys[GUNIQUE_MAX_UPSERT_LOCKS];
+} BackendPending;
+
 static LWLockPadded *keylocks = NULL;
 static PendingUpserts *pending = NULL;
+static BackendPending *backend_pending = NULL;
 
 static Size
 pending_size(void)
@@ -68,11 +96,18 @@ pending_size(void)
 	return mul_size(GUNIQUE_KEYLOCKS, sizeof(PendingUpserts));
 }
 
+static Size
+backend_pending_size(void)
+{
+	return mul_size(MaxBackends, sizeof(BackendPending));
+}
+
 void
 gunique_keylock_shmem_request(void)
 {
 	RequestNamedLWLockTranche("gunique key locks", GUNIQUE_KEYLOCKS);
 	RequestAddinShmemSpace(pending_size());
+	RequestAddinShmemSpace(backend_pending_size());
 }
 
 void
@@ -86,6 +121,29 @@ gunique_keylock_shmem_startup(void)
 	if (!found)
 		for (int i = 0; i < GUNIQUE_KEYLOCKS; i++)
 			pg_atomic_init_u64(&pending[i].state, 0);
+	backend_pending = ShmemInitStruct("gunique pending upserts by backend",
+									  backend_pending_size(), &found);
+	if (!found)
+		for (int i = 0; i < MaxBackends; i++)
+		{
+			SpinLockInit(&backend_pending[i].mutex);
+			backend_pending[i].nkeys = 0;
+		}
+}
+
+/*
+ * This backend's pending upserts: backends have the first MaxBackends
+ * PGPROCs.
+ */
+static BackendPending *
+my_pending(void)
+{
+	int			procno = MyProc - ProcGlobal->allProcs;
+
+	if (procno < 0 || procno >= MaxBackends)
+		elog(ERROR, "gunique: process %d has no pending upsert slots",
+			 MyProcPid);
+	return &backend_pending[procno];
 }
 
 static inline uint32
@@ -113,7 +171,19 @@ void
 gunique_keylock_upsert_begin(Oid topindex, uint32 keyhash, Oid partition)
 {
 	pg_atomic_uint64 *state = &pending[keylock_slot(topindex, keyhash)].state;
-	uint64		old = pg_atomic_read_u64(state);
+	BackendPending *mine = my_pending();
+	uint64		old;
+
+	/* the caller holds fewer than GUNIQUE_MAX_UPSERT_LOCKS upsert locks */
+	SpinLockAcquire(&mine->mutex);
+	Assert(mine->nkeys < GUNIQUE_MAX_UPSERT_LOCKS);
+	mine->keys[mine->nkeys].topindex = topindex;
+	mine->keys[mine->nkeys].keyhash = keyhash;
+	mine->keys[mine->nkeys].partition = partition;
+	mine->nkeys++;
+	SpinLockRelease(&mine->mutex);
+
+	old = pg_atomic_read_u64(state);
 
 	for (;;)
 	{
@@ -132,17 +202,59 @@ gunique_keylock_upsert_begin(Oid topindex, uint32 keyhash, Oid partition)
 void
 gunique_keylock_upsert_end(Oid topindex, uint32 keyhash)
 {
+	BackendPending *mine = my_pending();
+
+	SpinLockAcquire(&mine->mutex);
+	for (int i = mine->nkeys - 1; i >= 0; i--)
+	{
+		if (mine->keys[i].topindex == topindex &&
+			mine->keys[i].keyhash == keyhash)
+		{
+			mine->keys[i] = mine->keys[--mine->nkeys];
+			break;
+		}
+	}
+	SpinLockRelease(&mine->mutex);
 	(void) pg_atomic_fetch_sub_u64(&pending[keylock_slot(topindex,
 														  keyhash)].state, 1);
+}
+
+/*
+ * Does some backend list a pending upsert of the key into another
+ * partition than "partition", or into one it did not know?  A key left
+ * behind can only make a needless wait.
+ */
+static bool
+pending_key_elsewhere(Oid topindex, uint32 keyhash, Oid partition)
+{
+	for (int i = 0; i < MaxBackends; i++)
+	{
+		BackendPending *other = &backend_pending[i];
+		bool		elsewhere = false;
+
+		if (other->nkeys == 0)
+			continue;			/* read again under the spinlock if not */
+		SpinLockAcquire(&other->mutex);
+		for (int k = 0; k < other->nkeys && !elsewhere; k++)
+			elsewhere = other->keys[k].topindex == topindex &&
+				other->keys[k].keyhash == keyhash &&
+				other->keys[k].partition != partition;
+		SpinLockRelease(&other->mutex);
+		if (elsewhere)
+			return true;
+	}
+	return false;
 }
 
 /*
  * Is an upsert check of a key under this key lock holding its upsert lock
  * for a row that goes to another partition than "partition", or to one it
  * did not know?  Read under the key lock, whose acquisition was a barrier.
- * Keys that share a lock share the count, which costs a needless wait,
- * never a missed one: the partition read is that of every pending upsert
- * of the lock's keys, or none.
+ * Keys that share a lock share the count: where all their pending upserts
+ * go to one partition, that is the answer for the key too (a needless
+ * wait at worst, never a missed one); where they go to more, the key's own
+ * pending upsert, of which there is one at most, is looked up by backend
+ * (listed before the count was raised).
  */
 bool
 gunique_keylock_upserts_elsewhere(Oid topindex, uint32 keyhash,
@@ -151,7 +263,12 @@ gunique_keylock_upserts_elsewhere(Oid topindex, uint32 keyhash,
 	uint64		state = pg_atomic_read_u64(&pending[keylock_slot(topindex,
 																  keyhash)].state);
 
-	return PENDING_COUNT(state) != 0 && PENDING_PARTITION(state) != partition;
+	if (PENDING_COUNT(state) == 0)
+		return false;
+	if (OidIsValid(PENDING_PARTITION(state)))
+		return PENDING_PARTITION(state) != partition;
+	pg_read_barrier();
+	return pending_key_elsewhere(topindex, keyhash, partition);
 }
 
 /*

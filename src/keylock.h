@@ -10,6 +10,9 @@
 
 #include "storage/lwlock.h"
 
+/* Upsert locks one backend may hold at once (onconflict.c). */
+#define GUNIQUE_MAX_UPSERT_LOCKS 32
+
 extern void gunique_keylock_shmem_request(void);
 extern void gunique_keylock_shmem_startup(void);
 extern LWLock *gunique_keylock_for(Oid topindex, uint32 keyhash);

@@ -206,7 +206,7 @@ typedef struct HeldUpsertLock
 	ResourceOwner owner;		/* and under this owner */
 } HeldUpsertLock;
 
-#define MAX_HELD_UPSERT_LOCKS 32
+#define MAX_HELD_UPSERT_LOCKS GUNIQUE_MAX_UPSERT_LOCKS
 
 static HeldUpsertLock held_locks[MAX_HELD_UPSERT_LOCKS];
 static int	nheld_locks = 0;
@@ -313,8 +313,9 @@ upsert_locks_release(Oid top)
 
 /*
  * Take an upsert lock and remember it.  A check's (ExclusiveLock) is
- * counted as pending from then on; nothing between the lock and the count
- * can fail.
+ * counted as pending from then on; once it is counted, nothing before it is
+ * remembered can fail (an error before leaves the lock to the lock
+ * manager's release at abort, uncounted).
  */
 static void
 upsert_lock_acquire(Oid top, uint32 hash, LOCKMODE mode, Oid partition)
@@ -334,9 +335,9 @@ upsert_lock_acquire(Oid top, uint32 hash, LOCKMODE mode, Oid partition)
 	held->subid = GetCurrentSubTransactionId();
 	held->owner = CurrentResourceOwner;
 	(void) LockAcquire(&held->tag, mode, false, false);
-	nheld_locks++;
 	if (mode == ExclusiveLock)
 		gunique_keylock_upsert_begin(top, hash, partition);
+	nheld_locks++;
 }
 
 /*

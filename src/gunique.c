@@ -17,6 +17,7 @@
 #include "fmgr.h"
 #include "miscadmin.h"
 #include "storage/ipc.h"
+#include "storage/proc.h"
 #include "utils/guc.h"
 
 #include "builder.h"
@@ -44,6 +45,21 @@ static shmem_request_hook_type prev_shmem_request_hook = NULL;
 static shmem_startup_hook_type prev_shmem_startup_hook = NULL;
 
 void		_PG_init(void);
+
+/*
+ * Per-backend slots in shared memory (waiters.c, keylock.c) are indexed by
+ * this: regular backends and background workers have the first MaxBackends
+ * PGPROCs, auxiliary processes and prepared transactions the rest.
+ */
+int
+gunique_backend_slot(void)
+{
+	int			procno = MyProc - ProcGlobal->allProcs;
+
+	if (procno < 0 || procno >= MaxBackends)
+		elog(ERROR, "gunique: process %d has no backend slot", MyProcPid);
+	return procno;
+}
 
 static void
 gunique_shmem_request(void)

@@ -25,4 +25,7 @@ typedef enum GuniquePreloadNeed
 
 extern void gunique_report_not_preloaded(GuniquePreloadNeed need);
 
+/* This backend's index among the first MaxBackends PGPROCs. */
+extern int	gunique_backend_slot(void);
+
 #endif							/* GUNIQUE_H */

@@ -36,10 +36,10 @@
 #include "miscadmin.h"
 #include "port/atomics.h"
 #include "storage/lwlock.h"
-#include "storage/proc.h"
 #include "storage/shmem.h"
 #include "storage/spin.h"
 
+#include "gunique.h"
 #include "keylock.h"
 
 #define GUNIQUE_KEYLOCKS	1024	/* a power of two */
@@ -131,19 +131,10 @@ gunique_keylock_shmem_startup(void)
 		}
 }
 
-/*
- * This backend's pending upserts: backends have the first MaxBackends
- * PGPROCs.
- */
 static BackendPending *
 my_pending(void)
 {
-	int			procno = MyProc - ProcGlobal->allProcs;
-
-	if (procno < 0 || procno >= MaxBackends)
-		elog(ERROR, "gunique: process %d has no pending upsert slots",
-			 MyProcPid);
-	return &backend_pending[procno];
+	return &backend_pending[gunique_backend_slot()];
 }
 
 static inline uint32

@@ -206,9 +206,7 @@ typedef struct HeldUpsertLock
 	ResourceOwner owner;		/* and under this owner */
 } HeldUpsertLock;
 
-#define MAX_HELD_UPSERT_LOCKS GUNIQUE_MAX_UPSERT_LOCKS
-
-static HeldUpsertLock held_locks[MAX_HELD_UPSERT_LOCKS];
+static HeldUpsertLock held_locks[GUNIQUE_MAX_UPSERT_LOCKS];
 static int	nheld_locks = 0;
 
 /* What the plan gives the check in custom_private: the indexes to check. */
@@ -322,12 +320,12 @@ upsert_lock_acquire(Oid top, uint32 hash, LOCKMODE mode, Oid partition)
 {
 	HeldUpsertLock *held;
 
-	if (nheld_locks == MAX_HELD_UPSERT_LOCKS)
+	if (nheld_locks == GUNIQUE_MAX_UPSERT_LOCKS)
 		ereport(ERROR,
 				(errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
 				 errmsg("too many gunique index keys locked for one row"),
 				 errdetail("INSERT ... ON CONFLICT DO NOTHING, and an insert that waits for it, can lock at most %d keys of a row at once.",
-						   MAX_HELD_UPSERT_LOCKS)));
+						   GUNIQUE_MAX_UPSERT_LOCKS)));
 	held = &held_locks[nheld_locks];
 	SET_LOCKTAG_ADVISORY(held->tag, MyDatabaseId, top, hash,
 						 UPSERT_LOCK_FIELD4);

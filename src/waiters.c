@@ -23,11 +23,13 @@
  */
 #include "postgres.h"
 
+#include "access/transam.h"
 #include "miscadmin.h"
-#include "storage/proc.h"
+#include "storage/lwlock.h"
 #include "storage/shmem.h"
 #include "storage/spin.h"
 
+#include "gunique.h"
 #include "waiters.h"
 
 typedef struct WaiterSlot
@@ -69,15 +71,10 @@ gunique_waiters_shmem_startup(void)
 	LWLockRelease(AddinShmemInitLock);
 }
 
-/* This backend's slot: backends have the first MaxBackends PGPROCs. */
 static WaiterSlot *
 my_slot(void)
 {
-	int			procno = MyProc - ProcGlobal->allProcs;
-
-	if (procno < 0 || procno >= MaxBackends)
-		elog(ERROR, "gunique: process %d has no waiter slot", MyProcPid);
-	return &slots[procno];
+	return &slots[gunique_backend_slot()];
 }
 
 /* Say that this backend waits, its row inserted into own leaf. */

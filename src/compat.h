@@ -161,4 +161,16 @@ gunique_lock_held_or_stronger(const LOCKTAG *tag, LOCKMODE mode)
 #define GUNIQUE_EXPLAIN_HEADERS 1
 #endif
 
+/*
+ * The backend of a virtual transaction: PostgreSQL 17 names it by its proc
+ * number, before by its backend ID.  NULL if it is gone.
+ */
+#if PG_VERSION_NUM >= 170000
+#include "storage/procarray.h"
+#define gunique_vxid_proc(vxid) ProcNumberGetProc((vxid).procNumber)
+#else
+#include "storage/sinvaladt.h"
+#define gunique_vxid_proc(vxid) BackendIdGetProc((vxid).backendId)
+#endif
+
 #endif							/* GUNIQUE_COMPAT_H */

@@ -36,6 +36,7 @@
 #include "access/genam.h"
 #include "access/htup_details.h"
 #include "access/relation.h"
+#include "access/subtrans.h"
 #include "access/sysattr.h"
 #include "access/table.h"
 #include "access/tableam.h"
@@ -75,6 +76,7 @@
 #include "passnode.h"
 #include "scope.h"
 #include "tree.h"
+#include "waitgraph.h"
 
 #ifdef GUNIQUE_NO_SPECULATIVE_INSERT
 
@@ -163,7 +165,7 @@ gunique_onconflict_plan(PlannedStmt *stmt)
 }
 
 void
-gunique_onconflict_release_locks(Oid top)
+gunique_onconflict_release_locks(Oid top, TransactionId xwait)
 {
 }
 
@@ -263,7 +265,9 @@ static const CustomExecMethods conflict_exec_methods = {
 /*
  * A held upsert lock is forgotten: a passed check's is no longer pending.
  * Its count is lowered before the lock goes, which is safe: the check's
- * entry is in its leaf by then, or it never inserts.
+ * entry is in its leaf by then, or the row is not going in, or it is about
+ * to wait for a transaction in a probe, whose insert then meets the
+ * check's entry or the other way round, as between any two inserters.
  */
 static void
 upsert_lock_forget(HeldUpsertLock *held)
@@ -338,16 +342,45 @@ upsert_lock_acquire(Oid top, uint32 hash, LOCKMODE mode, Oid partition)
 	nheld_locks++;
 }
 
+/* Does this backend hold an upsert lock of a tree other than "top"? */
+static bool
+upsert_locks_elsewhere(Oid top)
+{
+	for (int i = 0; i < nheld_locks; i++)
+		if (held_locks[i].tag.locktag_field2 != top)
+			return true;
+	return false;
+}
+
 /*
- * A probe into a tree is about to wait for a transaction: the upsert locks
- * of that tree's keys go, in any mode, so that no upsert lock is held
- * while this backend waits for another transaction in a probe.
+ * Is the transaction "xid", in progress, waiting now for a lock this
+ * backend holds (an upsert lock, when it is an inserter of one of the
+ * row's keys)?  Its top-level transaction's lock names its backend.
+ */
+static bool
+xact_waits_for_me(TransactionId xid)
+{
+	LOCKTAG		tag;
+
+	SET_LOCKTAG_TRANSACTION(tag, SubTransGetTopmostTransaction(xid));
+	return gunique_lock_holder_waits_for_me(&tag, ShareLock);
+}
+
+/*
+ * A probe into a tree is about to wait for the transaction "xwait": the
+ * upsert locks of that tree's keys go, in any mode; and those of every
+ * tree if that transaction waits for one of them (an inserter of the row's
+ * key in another tree, that went in there first), which would otherwise be
+ * a deadlock.  src/README, "ON CONFLICT DO NOTHING", point 4.
  */
 void
-gunique_onconflict_release_locks(Oid top)
+gunique_onconflict_release_locks(Oid top, TransactionId xwait)
 {
-	if (nheld_locks > 0)
-		upsert_locks_release(top);
+	if (nheld_locks == 0)
+		return;
+	if (upsert_locks_elsewhere(top) && xact_waits_for_me(xwait))
+		top = InvalidOid;
+	upsert_locks_release(top);
 }
 
 /*
@@ -378,21 +411,42 @@ upsert_lock_held(Oid top, uint32 hash)
 }
 
 /*
+ * Is a check that holds the key's upsert lock waiting now for this
+ * backend's transaction (the executor's pre-check or a probe of another
+ * tree met a row it inserted before)?  Waiting for the check would then be
+ * a deadlock.
+ */
+static bool
+upsert_lock_holder_waits_for_me(Oid top, uint32 hash)
+{
+	LOCKTAG		tag;
+
+	SET_LOCKTAG_ADVISORY(tag, MyDatabaseId, top, hash, UPSERT_LOCK_FIELD4);
+	return gunique_lock_holder_waits_for_me(&tag, ShareLock);
+}
+
+/*
  * Under the key lock, just before an insert of a key into a tree through a
  * leaf on "partition": has a check of ON CONFLICT DO NOTHING passed for the
  * key (or one sharing its count) that is not this backend's, for a row that
  * goes to another partition, and not inserted yet?  Then the inserter must
- * wait for it (gunique_onconflict_wait) before it inserts.  An upsert into
- * the inserter's own partition meets its entry there, as the executor
- * arbitrates within a partition, and must not be waited for: it may be
- * waiting for the inserter's row in another index of that partition.
- * "hash" is the upsert lock's: the key image's, folded, or 0.
+ * wait for it (gunique_onconflict_wait) before it inserts.  Not when:
+ *   - the upsert goes into the inserter's own partition: it meets the
+ *	   inserter's entry there, as the executor arbitrates within a partition,
+ *	   and it may be waiting for the inserter's row in another index of that
+ *	   partition;
+ *   - the check's backend waits for this transaction already: the inserter
+ *	   goes in, and the check's row meets its entry later, as an insert
+ *	   meets any row.
+ * "hash" is the upsert lock's: the key image's, folded, or 0.  src/README,
+ * "ON CONFLICT DO NOTHING", points 4 and 5.
  */
 bool
 gunique_onconflict_must_wait(Oid top, uint32 hash, Oid partition)
 {
 	return gunique_keylock_upserts_elsewhere(top, hash, partition) &&
-		!upsert_lock_held(top, hash);
+		!upsert_lock_held(top, hash) &&
+		!upsert_lock_holder_waits_for_me(top, hash);
 }
 
 /*

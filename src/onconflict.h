@@ -12,7 +12,8 @@
 
 extern void gunique_onconflict_init(void);
 extern PlannedStmt *gunique_onconflict_plan(PlannedStmt *stmt);
-extern void gunique_onconflict_release_locks(Oid top);
+extern void gunique_onconflict_release_locks(Oid top,
+											 TransactionId xwait);
 extern void gunique_onconflict_release_waits(Oid top);
 extern bool gunique_onconflict_must_wait(Oid top, uint32 hash,
 										 Oid partition);

@@ -877,8 +877,8 @@ probe_others(GuniqueProbe *probe, bool indexUnchanged, GuniqueKeyImage *key,
 							probe->values, probe->isnull, probe->checkUnique);
 		}
 		counts[GUNIQUE_STAT_WAITS]++;
-		/* never wait holding an upsert lock (onconflict.c) */
-		gunique_onconflict_release_locks(pg->topindex);
+		/* let go the upsert locks this wait could deadlock on (onconflict.c) */
+		gunique_onconflict_release_locks(pg->topindex, finding.xwait);
 		probe_wait(&finding);
 	}
 }
@@ -992,7 +992,8 @@ own_leaf_release(GuniqueProbe *probe, TransactionId xid, uint64 *counts,
 	else
 	{
 		counts[GUNIQUE_STAT_WAITS]++;
-		gunique_onconflict_release_locks(probe->pg->topindex);
+		gunique_onconflict_release_locks(probe->pg->topindex,
+										 finding->xwait);
 		probe_wait(finding);
 	}
 	if (probe_others(probe, false, &key, counts, true) == PROBE_ALONE)

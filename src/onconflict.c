@@ -355,7 +355,8 @@ upsert_locks_elsewhere(Oid top)
 /*
  * Is the transaction "xid", in progress, waiting now for a lock this
  * backend holds (an upsert lock, when it is an inserter of one of the
- * row's keys)?  Its top-level transaction's lock names its backend.
+ * row's keys), directly or through others?  Its top-level transaction's
+ * lock names its backend.
  */
 static bool
 xact_waits_for_me(TransactionId xid)
@@ -412,9 +413,10 @@ upsert_lock_held(Oid top, uint32 hash)
 
 /*
  * Is a check that holds the key's upsert lock waiting now for this
- * backend's transaction (the executor's pre-check or a probe of another
- * tree met a row it inserted before)?  Waiting for the check would then be
- * a deadlock.
+ * backend's transaction, directly or through others (the executor's
+ * pre-check or a probe of another tree met a row that this transaction,
+ * or one waiting for it, inserted before)?  Waiting for the check would
+ * then be a deadlock.
  */
 static bool
 upsert_lock_holder_waits_for_me(Oid top, uint32 hash)
@@ -435,8 +437,8 @@ upsert_lock_holder_waits_for_me(Oid top, uint32 hash)
  *	   inserter's entry there, as the executor arbitrates within a partition,
  *	   and it may be waiting for the inserter's row in another index of that
  *	   partition;
- *   - the check's backend waits for this transaction already: the inserter
- *	   goes in, and the check's row meets its entry later, as an insert
+ *   - the check's backend waits for this transaction already, directly or
+ *	   through others: the inserter goes in, and the check's row meets its entry later, as an insert
  *	   meets any row.
  * "hash" is the upsert lock's: the key image's, folded, or 0.  src/README,
  * "ON CONFLICT DO NOTHING", points 4 and 5.

@@ -6,16 +6,17 @@
  * An inserter that meets a pending upsert of its key waits for the
  * check's upsert lock (onconflict.c).  The check may itself be waiting,
  * in the executor or in a probe, for a row this inserter's transaction
- * inserted before: then the wait would be a deadlock that the deadlock
- * detector breaks a second later by cancelling one of the two.  This
- * file answers, from the lock manager's own account (the one
- * pg_blocking_pids reads), whether a holder of a lock is waiting right now
- * for a lock that this backend's lock group holds.  It looks one step
- * only: a cycle through a third transaction, or one that closes after the
- * question was asked, is left to the deadlock detector.  src/README, "ON
- * CONFLICT DO NOTHING", points 4 and 5.
+ * inserted before, directly or through other transactions that wait for
+ * each other: then the wait would be a deadlock that the deadlock detector
+ * breaks by cancelling one of them.  This file answers, from the lock
+ * manager's own account (the one pg_blocking_pids reads), whether a holder
+ * of a lock is waiting right now, through any chain of waits, for this
+ * backend's lock group.  A cycle that closes after the question was asked
+ * is left to the deadlock detector.  src/README, "ON CONFLICT DO NOTHING",
+ * point 4.
  *
- * The answer is a snapshot of something that changes; the caller must be
+ * The answer is put together from one look per process of the chain, each
+ * consistent in itself, of something that changes; the caller must be
  * right whichever way it goes (waiting, or not waiting, never costs a
  * duplicate).
  *
@@ -31,77 +32,132 @@
 #include "compat.h"
 #include "waitgraph.h"
 
-/*
- * Among the lock instances of the lock one blocked process awaits, is one
- * held by the lock group led by "leader" in a mode that blocks it?
- */
+/* The lock groups still to look at, and those seen, by leader's pid. */
+typedef struct WaitWalk
+{
+	int		   *pids;
+	int			npids;			/* seen: pids[0 .. npids) */
+	int			next;			/* to look at: pids[next .. npids) */
+	int			maxpids;
+} WaitWalk;
+
+static void
+walk_add(WaitWalk *walk, int pid)
+{
+	if (pid == 0)
+		return;					/* a prepared transaction: it waits not */
+	for (int i = 0; i < walk->npids; i++)
+		if (walk->pids[i] == pid)
+			return;
+	if (walk->npids == walk->maxpids)
+	{
+		walk->maxpids *= 2;
+		walk->pids = repalloc(walk->pids, sizeof(int) * walk->maxpids);
+	}
+	walk->pids[walk->npids++] = pid;
+}
+
+/* Is "pid" among the processes ahead of a blocked one in its queue? */
 static bool
-blocked_proc_waits_for(BlockedProcsData *data, BlockedProcData *bproc,
-					   int leader)
+waits_ahead(BlockedProcsData *data, BlockedProcData *bproc, int pid)
+{
+	int		   *ahead = data->waiter_pids + bproc->first_waiter;
+
+	for (int i = 0; i < bproc->num_waiters; i++)
+		if (ahead[i] == pid)
+			return true;
+	return false;
+}
+
+/*
+ * Add to the walk the lock groups that one blocked process waits for: those
+ * that hold its lock in a mode that conflicts with the one it asks for, and
+ * those that wait for it in such a mode ahead of it in the queue.
+ */
+static void
+walk_blockers(WaitWalk *walk, BlockedProcsData *data,
+			  BlockedProcData *bproc)
 {
 	LockInstanceData *instances = data->locks + bproc->first_lock;
 	LockInstanceData *own = NULL;
-	LOCKMASK	blocking;
+	LOCKMASK	conflicts;
 
 	for (int i = 0; i < bproc->num_locks; i++)
 		if (instances[i].pid == bproc->pid)
 			own = &instances[i];
 	if (own == NULL || own->waitLockMode == NoLock)
-		return false;
-	blocking = GetLockTagsMethodTable(&own->locktag)->conflictTab[own->waitLockMode];
+		return;
+	conflicts = GetLockTagsMethodTable(&own->locktag)->conflictTab[own->waitLockMode];
 	for (int i = 0; i < bproc->num_locks; i++)
-		if (instances[i].leaderPid == leader &&
-			(instances[i].holdMask & blocking) != 0)
-			return true;
-	return false;
+	{
+		LockInstanceData *other = &instances[i];
+
+		if (other->leaderPid == own->leaderPid)
+			continue;
+		if ((other->holdMask & conflicts) != 0 ||
+			(other->waitLockMode != NoLock &&
+			 (conflicts & LOCKBIT_ON(other->waitLockMode)) != 0 &&
+			 waits_ahead(data, bproc, other->pid)))
+			walk_add(walk, other->leaderPid);
+	}
 }
 
-/* Is the process "pid" (or a member of its lock group) waiting for us? */
-static bool
-process_waits_for(int pid, int leader)
+/* Add to the walk what the lock group of "pid" waits for. */
+static void
+walk_one(WaitWalk *walk, int pid)
 {
 	BlockedProcsData *data = GetBlockerStatusData(pid);
-	bool		waits = false;
 
-	for (int i = 0; i < data->nprocs && !waits; i++)
-		waits = blocked_proc_waits_for(data, &data->procs[i], leader);
+	for (int i = 0; i < data->nprocs; i++)
+		walk_blockers(walk, data, &data->procs[i]);
 	pfree(data->procs);
 	pfree(data->locks);
 	pfree(data->waiter_pids);
 	pfree(data);
-	return waits;
 }
 
 /*
  * Is a holder of the lock "tag", in a mode that conflicts with "mode",
- * waiting now for a lock that this backend's lock group holds (its
- * transaction's, a row's, a relation's)?  Cheap when nobody holds the
- * lock; otherwise it reads the lock manager's whole state, once for each
- * holder, as pg_blocking_pids does, so callers ask only when they are about
- * to sleep anyway.
+ * waiting now for this backend's lock group, directly or through others?
+ * Cheap when nobody holds the lock; otherwise it reads the lock manager's
+ * whole state once for each lock group of the chain, as pg_blocking_pids
+ * does once, so callers ask only when they are about to sleep anyway.
  */
 bool
 gunique_lock_holder_waits_for_me(const LOCKTAG *tag, LOCKMODE mode)
 {
 	VirtualTransactionId *holders;
 	int			nholders;
-	int			leader;
+	int			me;
+	WaitWalk	walk;
 	bool		waits = false;
 
-	leader = MyProc->lockGroupLeader != NULL ?
+	/* in recovery GetLockConflicts' array is its own; nobody inserts */
+	Assert(!RecoveryInProgress());
+	me = MyProc->lockGroupLeader != NULL ?
 		MyProc->lockGroupLeader->pid : MyProcPid;
+	walk.maxpids = 8;
+	walk.pids = palloc(sizeof(int) * walk.maxpids);
+	walk.npids = walk.next = 0;
 	holders = GetLockConflicts(tag, mode, &nholders);
-	for (int i = 0; i < nholders && !waits; i++)
+	for (int i = 0; i < nholders; i++)
 	{
 		PGPROC	   *proc = gunique_vxid_proc(holders[i]);
-		int			pid = proc != NULL ? proc->pid : 0;
 
-		/* a prepared transaction, or a backend gone since: it waits not */
-		if (pid != 0 && pid != MyProcPid)
-			waits = process_waits_for(pid, leader);
+		/* a backend gone since, or a prepared transaction: it waits not */
+		if (proc != NULL)
+			walk_add(&walk, proc->pid);
 	}
-	/* in recovery the array would be GetLockConflicts' own; nobody inserts */
-	Assert(!RecoveryInProgress());
 	pfree(holders);
+	while (walk.next < walk.npids && !waits)
+	{
+		int			pid = walk.pids[walk.next++];
+
+		if (pid == me)
+			waits = true;
+		else
+			walk_one(&walk, pid);
+	}
+	pfree(walk.pids);
 	return waits;
 }

@@ -173,4 +173,11 @@ gunique_lock_held_or_stronger(const LOCKTAG *tag, LOCKMODE mode)
 #define gunique_vxid_proc(vxid) BackendIdGetProc((vxid).backendId)
 #endif
 
+/* A backend's local transaction ID: PostgreSQL 17 moved it into vxid. */
+#if PG_VERSION_NUM >= 170000
+#define gunique_proc_lxid(proc) ((proc)->vxid.lxid)
+#else
+#define gunique_proc_lxid(proc) ((proc)->lxid)
+#endif
+
 #endif							/* GUNIQUE_COMPAT_H */

@@ -180,6 +180,12 @@ gunique_onconflict_must_wait(Oid top, uint32 hash, Oid partition)
 	return false;
 }
 
+bool
+gunique_onconflict_holder_waits(Oid top, uint32 hash)
+{
+	return false;
+}
+
 void
 gunique_onconflict_wait(Oid top, uint32 hash)
 {
@@ -189,16 +195,14 @@ gunique_onconflict_wait(Oid top, uint32 hash)
 
 /*
  * Upsert locks: heavyweight locks on (top index, key hash), in the
- * advisory lock space with a field4 of our own (pg_advisory_lock uses 1
- * and 2), so that pg_locks shows them and the deadlock detector sees them.
+ * advisory lock space with a field4 of our own (GUNIQUE_UPSERT_LOCK_FIELD4),
+ * so that pg_locks shows them and the deadlock detector sees them.
  * A check that passed holds its key's in ExclusiveLock, counted as a
  * pending upsert beside the key lock (keylock.c); an inserter that finds
  * the count raised waits for it in ShareLock and holds that until its
  * insert, so that no check passes in between (src/README, "ON CONFLICT DO
  * NOTHING", point 5).
  */
-#define UPSERT_LOCK_FIELD4	0x6775
-
 typedef struct HeldUpsertLock
 {
 	LOCKTAG		tag;			/* field2 is the tree's top index, field3
@@ -332,7 +336,7 @@ upsert_lock_acquire(Oid top, uint32 hash, LOCKMODE mode, Oid partition)
 						   GUNIQUE_MAX_UPSERT_LOCKS)));
 	held = &held_locks[nheld_locks];
 	SET_LOCKTAG_ADVISORY(held->tag, MyDatabaseId, top, hash,
-						 UPSERT_LOCK_FIELD4);
+						 GUNIQUE_UPSERT_LOCK_FIELD4);
 	held->mode = mode;
 	held->subid = GetCurrentSubTransactionId();
 	held->owner = CurrentResourceOwner;
@@ -412,18 +416,22 @@ upsert_lock_held(Oid top, uint32 hash)
 }
 
 /*
- * Is a check that holds the key's upsert lock waiting now for this
- * backend's transaction, directly or through others (the executor's
- * pre-check or a probe of another tree met a row that this transaction,
- * or one waiting for it, inserted before)?  Waiting for the check would
- * then be a deadlock.
+ * With no LWLock held, before an inserter waits for a pending upsert
+ * (gunique_onconflict_must_wait): is a check that holds the key's upsert
+ * lock waiting now for this backend's transaction, directly or through
+ * others (the executor's pre-check or a probe of another tree met a row
+ * that this transaction, or one it waits for, inserted before)?  Waiting
+ * for the check would then be a deadlock; the inserter goes in instead,
+ * and the check's row meets its entry later, as an insert meets any row.
+ * src/README, "ON CONFLICT DO NOTHING", point 4.
  */
-static bool
-upsert_lock_holder_waits_for_me(Oid top, uint32 hash)
+bool
+gunique_onconflict_holder_waits(Oid top, uint32 hash)
 {
 	LOCKTAG		tag;
 
-	SET_LOCKTAG_ADVISORY(tag, MyDatabaseId, top, hash, UPSERT_LOCK_FIELD4);
+	SET_LOCKTAG_ADVISORY(tag, MyDatabaseId, top, hash,
+						 GUNIQUE_UPSERT_LOCK_FIELD4);
 	return gunique_lock_holder_waits_for_me(&tag, ShareLock);
 }
 
@@ -432,14 +440,11 @@ upsert_lock_holder_waits_for_me(Oid top, uint32 hash)
  * leaf on "partition": has a check of ON CONFLICT DO NOTHING passed for the
  * key (or one sharing its count) that is not this backend's, for a row that
  * goes to another partition, and not inserted yet?  Then the inserter must
- * wait for it (gunique_onconflict_wait) before it inserts.  Not when:
- *   - the upsert goes into the inserter's own partition: it meets the
- *	   inserter's entry there, as the executor arbitrates within a partition,
- *	   and it may be waiting for the inserter's row in another index of that
- *	   partition;
- *   - the check's backend waits for this transaction already, directly or
- *	   through others: the inserter goes in, and the check's row meets its entry later, as an insert
- *	   meets any row.
+ * wait for it (gunique_onconflict_wait) before it inserts, unless the
+ * check waits for it (gunique_onconflict_holder_waits).  An upsert into
+ * the inserter's own partition meets its entry there, as the executor
+ * arbitrates within a partition, and must not be waited for: it may be
+ * waiting for the inserter's row in another index of that partition.
  * "hash" is the upsert lock's: the key image's, folded, or 0.  src/README,
  * "ON CONFLICT DO NOTHING", points 4 and 5.
  */
@@ -447,8 +452,7 @@ bool
 gunique_onconflict_must_wait(Oid top, uint32 hash, Oid partition)
 {
 	return gunique_keylock_upserts_elsewhere(top, hash, partition) &&
-		!upsert_lock_held(top, hash) &&
-		!upsert_lock_holder_waits_for_me(top, hash);
+		!upsert_lock_held(top, hash);
 }
 
 /*

@@ -10,6 +10,13 @@
 
 #include "nodes/plannodes.h"
 
+/*
+ * Upsert locks are heavyweight locks in the advisory lock space with this
+ * field4 (pg_advisory_lock uses 1 and 2); field1 is the database, field2
+ * the tree's top index, field3 the key's hash.  onconflict.c.
+ */
+#define GUNIQUE_UPSERT_LOCK_FIELD4	0x6775
+
 extern void gunique_onconflict_init(void);
 extern PlannedStmt *gunique_onconflict_plan(PlannedStmt *stmt);
 extern void gunique_onconflict_release_locks(Oid top,
@@ -17,6 +24,7 @@ extern void gunique_onconflict_release_locks(Oid top,
 extern void gunique_onconflict_release_waits(Oid top);
 extern bool gunique_onconflict_must_wait(Oid top, uint32 hash,
 										 Oid partition);
+extern bool gunique_onconflict_holder_waits(Oid top, uint32 hash);
 extern void gunique_onconflict_wait(Oid top, uint32 hash);
 
 #endif							/* GUNIQUE_ONCONFLICT_H */

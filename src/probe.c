@@ -744,20 +744,27 @@ typedef enum ProbeOutcome
  * check's upsert lock, and return true to look again, holding it; the
  * check's entry may be in by then.  An inserter whose entry is in own leaf
  * already (it waits for a holder there) needs no such wait: a check that
- * passes after it finds its entry.  src/README, "ON CONFLICT DO NOTHING",
- * point 5.
+ * passes after it finds its entry.  Nor one that the check waits for: with
+ * the key lock released (asking costs the lock manager's partition locks),
+ * it asks, and if so looks again and goes in.  src/README, "ON CONFLICT DO
+ * NOTHING", points 4 and 5.
  */
 static bool
 probe_upsert_pending(GuniqueProbe *probe, ProbeGroup *pg,
 					 GuniqueKeyImage *key, bool entry_in_place)
 {
 	uint32		hash = gunique_keymap_lock_hash(key);
+	bool		upsert_waits = probe->upsert_waits;
 
-	if (entry_in_place ||
+	probe->upsert_waits = false;
+	if (entry_in_place || upsert_waits ||
 		!gunique_onconflict_must_wait(pg->topindex, hash, pg->own_heap))
 		return false;
 	LWLockRelease(probe->keylock);
-	gunique_onconflict_wait(pg->topindex, hash);
+	if (gunique_onconflict_holder_waits(pg->topindex, hash))
+		probe->upsert_waits = true;
+	else
+		gunique_onconflict_wait(pg->topindex, hash);
 	return true;
 }
 
@@ -877,7 +884,7 @@ probe_others(GuniqueProbe *probe, bool indexUnchanged, GuniqueKeyImage *key,
 							probe->values, probe->isnull, probe->checkUnique);
 		}
 		counts[GUNIQUE_STAT_WAITS]++;
-		/* let go the upsert locks this wait could deadlock on (onconflict.c) */
+		/* let go the upsert locks this wait could deadlock on */
 		gunique_onconflict_release_locks(pg->topindex, finding.xwait);
 		probe_wait(&finding);
 	}

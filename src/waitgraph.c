@@ -7,12 +7,19 @@
  * check's upsert lock (onconflict.c).  The check may itself be waiting,
  * in the executor or in a probe, for a row this inserter's transaction
  * inserted before, directly or through other transactions that wait for
- * each other: then the wait would be a deadlock that the deadlock detector
- * breaks by cancelling one of them.  This file answers, from the lock
- * manager's own account (the one pg_blocking_pids reads), whether a holder
- * of a lock is waiting right now, through any chain of waits, for this
- * backend's lock group.  A cycle that closes after the question was asked
- * is left to the deadlock detector.  src/README, "ON CONFLICT DO NOTHING",
+ * each other's rows: then the wait would be a deadlock that the deadlock
+ * detector breaks by cancelling one of them.  This file answers, from the
+ * lock manager's own account (the one pg_blocking_pids reads), whether a
+ * holder of a lock is waiting right now, through a chain of such waits,
+ * for this backend's lock group.
+ *
+ * Only waits for a transaction (a row it inserted or deletes), for a
+ * speculative insertion, and for an upsert lock count: where the check
+ * waits for something else of the inserter's (an advisory lock its CHECK
+ * function takes, a relation), the inserter going in would let the check
+ * on only to fail on the key, and the deadlock detector's choice of one to
+ * cancel is no worse.  A cycle that closes after the question was asked is
+ * left to the deadlock detector too.  src/README, "ON CONFLICT DO NOTHING",
  * point 4.
  *
  * The answer is put together from one look per process of the chain, each
@@ -30,6 +37,7 @@
 #include "storage/proc.h"
 
 #include "compat.h"
+#include "onconflict.h"
 #include "waitgraph.h"
 
 /* The lock groups still to look at, and those seen, by leader's pid. */
@@ -57,6 +65,20 @@ walk_add(WaitWalk *walk, int pid)
 	walk->pids[walk->npids++] = pid;
 }
 
+/*
+ * Does a wait for this lock count as a wait for a row, or for an upsert: a
+ * transaction's lock, a speculative insertion's, or an upsert lock
+ * (onconflict.c; the same tag in ShareLock or ExclusiveLock)?
+ */
+static bool
+waits_for_row(const LOCKTAG *tag)
+{
+	return tag->locktag_type == LOCKTAG_TRANSACTION ||
+		tag->locktag_type == LOCKTAG_SPECULATIVE_TOKEN ||
+		(tag->locktag_type == LOCKTAG_ADVISORY &&
+		 tag->locktag_field4 == GUNIQUE_UPSERT_LOCK_FIELD4);
+}
+
 /* Is "pid" among the processes ahead of a blocked one in its queue? */
 static bool
 waits_ahead(BlockedProcsData *data, BlockedProcData *bproc, int pid)
@@ -80,14 +102,17 @@ walk_blockers(WaitWalk *walk, BlockedProcsData *data,
 {
 	LockInstanceData *instances = data->locks + bproc->first_lock;
 	LockInstanceData *own = NULL;
+	LockMethod	method;
 	LOCKMASK	conflicts;
 
 	for (int i = 0; i < bproc->num_locks; i++)
 		if (instances[i].pid == bproc->pid)
 			own = &instances[i];
-	if (own == NULL || own->waitLockMode == NoLock)
+	if (own == NULL || own->waitLockMode == NoLock ||
+		!waits_for_row(&own->locktag))
 		return;
-	conflicts = GetLockTagsMethodTable(&own->locktag)->conflictTab[own->waitLockMode];
+	method = GetLockTagsMethodTable(&own->locktag);
+	conflicts = method->conflictTab[own->waitLockMode];
 	for (int i = 0; i < bproc->num_locks; i++)
 	{
 		LockInstanceData *other = &instances[i];
@@ -119,9 +144,10 @@ walk_one(WaitWalk *walk, int pid)
 /*
  * Is a holder of the lock "tag", in a mode that conflicts with "mode",
  * waiting now for this backend's lock group, directly or through others?
- * Cheap when nobody holds the lock; otherwise it reads the lock manager's
- * whole state once for each lock group of the chain, as pg_blocking_pids
- * does once, so callers ask only when they are about to sleep anyway.
+ * Cheap when nobody holds the lock; otherwise it locks the lock manager's
+ * tables once for each lock group of the chain, as pg_blocking_pids does
+ * once, so callers ask only when they are about to sleep anyway, holding
+ * no LWLock.
  */
 bool
 gunique_lock_holder_waits_for_me(const LOCKTAG *tag, LOCKMODE mode)
@@ -144,8 +170,13 @@ gunique_lock_holder_waits_for_me(const LOCKTAG *tag, LOCKMODE mode)
 	{
 		PGPROC	   *proc = gunique_vxid_proc(holders[i]);
 
-		/* a backend gone since, or a prepared transaction: it waits not */
-		if (proc != NULL)
+		/*
+		 * A prepared transaction waits for nothing.  Its vxid may name the
+		 * backend that prepared it (or one that took its slot since), which
+		 * has gone on to another transaction: skip it.
+		 */
+		if (proc != NULL &&
+			gunique_proc_lxid(proc) == holders[i].localTransactionId)
 			walk_add(&walk, proc->pid);
 	}
 	pfree(holders);

@@ -746,23 +746,23 @@ typedef enum ProbeOutcome
  * already (it waits for a holder there) needs no such wait: a check that
  * passes after it finds its entry.  Nor one that the check waits for: with
  * the key lock released (asking costs the lock manager's partition locks),
- * it asks, and if so looks again and goes in.  src/README, "ON CONFLICT DO
- * NOTHING", points 4 and 5.
+ * it asks, and if so sets *holder_waits and looks again; that look, and
+ * only that one ("asked"), goes in.  src/README, "ON CONFLICT DO NOTHING",
+ * points 4 and 5.
  */
 static bool
 probe_upsert_pending(GuniqueProbe *probe, ProbeGroup *pg,
-					 GuniqueKeyImage *key, bool entry_in_place)
+					 GuniqueKeyImage *key, bool entry_in_place, bool asked,
+					 bool *holder_waits)
 {
 	uint32		hash = gunique_keymap_lock_hash(key);
-	bool		upsert_waits = probe->upsert_waits;
 
-	probe->upsert_waits = false;
-	if (entry_in_place || upsert_waits ||
+	if (entry_in_place || asked ||
 		!gunique_onconflict_must_wait(pg->topindex, hash, pg->own_heap))
 		return false;
 	LWLockRelease(probe->keylock);
 	if (gunique_onconflict_holder_waits(pg->topindex, hash))
-		probe->upsert_waits = true;
+		*holder_waits = true;
 	else
 		gunique_onconflict_wait(pg->topindex, hash);
 	return true;
@@ -781,15 +781,19 @@ probe_others(GuniqueProbe *probe, bool indexUnchanged, GuniqueKeyImage *key,
 			 uint64 *counts, bool entry_in_place)
 {
 	uint64		saved[GUNIQUE_NSTATS];
+	bool		holder_waits = false;
 
 	for (;;)
 	{
+		/* the last look found the pending upsert waiting for us: go in */
+		bool		asked = holder_waits;
 		ProbeGroup *pg;
 		ProbeFinding finding;
 		Oid			conflict;
 		ProbeScan  *unready;
 		ProbeScan  *own;
 
+		holder_waits = false;
 		pg = gunique_probegroup_for(probe->indexInfo, probe->index,
 									probe->skip_self);
 		if (!pg->needed || key_has_distinct_null(pg, probe->isnull))
@@ -832,7 +836,8 @@ probe_others(GuniqueProbe *probe, bool indexUnchanged, GuniqueKeyImage *key,
 			gunique_probescan_leave(&cxt);
 			if (outcome == LIGHT_CLEAR)
 			{
-				if (!probe_upsert_pending(probe, pg, key, entry_in_place))
+				if (!probe_upsert_pending(probe, pg, key, entry_in_place,
+										  asked, &holder_waits))
 					return PROBE_CLEAR;
 				memcpy(counts, saved, sizeof(saved));
 				continue;
@@ -867,7 +872,8 @@ probe_others(GuniqueProbe *probe, bool indexUnchanged, GuniqueKeyImage *key,
 		}
 		if (!OidIsValid(conflict) && !TransactionIdIsValid(finding.xwait))
 		{
-			if (!probe_upsert_pending(probe, pg, key, entry_in_place))
+			if (!probe_upsert_pending(probe, pg, key, entry_in_place,
+									  asked, &holder_waits))
 				return PROBE_CLEAR;
 			memcpy(counts, saved, sizeof(saved));
 			continue;

@@ -30,8 +30,6 @@ typedef struct GuniqueProbe
 	Datum	   *values;
 	bool	   *isnull;
 	IndexUniqueCheck checkUnique;
-	bool		upsert_waits;	/* the pending upsert last met waits for
-								 * this transaction: do not wait for it */
 } GuniqueProbe;
 
 extern void gunique_probe_before_insert(GuniqueProbe *probe, Relation index,

@@ -173,11 +173,16 @@ gunique_lock_holder_waits_for_me(const LOCKTAG *tag, LOCKMODE mode)
 		/*
 		 * A prepared transaction waits for nothing.  Its vxid may name the
 		 * backend that prepared it (or one that took its slot since), which
-		 * has gone on to another transaction: skip it.
+		 * has gone on to another transaction: skip it.  Skip too a holder
+		 * without a lock group that waits for no lock, as read without the
+		 * lock manager's locks: one that begins to wait just now closes a
+		 * cycle after the question, which is the deadlock detector's.
 		 */
-		if (proc != NULL &&
-			gunique_proc_lxid(proc) == holders[i].localTransactionId)
-			walk_add(&walk, proc->pid);
+		if (proc == NULL ||
+			gunique_proc_lxid(proc) != holders[i].localTransactionId ||
+			(proc->lockGroupLeader == NULL && proc->waitLock == NULL))
+			continue;
+		walk_add(&walk, proc->pid);
 	}
 	pfree(holders);
 	while (walk.next < walk.npids && !waits)

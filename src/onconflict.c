@@ -317,6 +317,14 @@ upsert_locks_release(Oid top)
 	upsert_locks_release_mode(top, false);
 }
 
+/* The upsert lock of a key of a tree (onconflict.h). */
+static void
+upsert_lock_tag(LOCKTAG *tag, Oid top, uint32 hash)
+{
+	SET_LOCKTAG_ADVISORY(*tag, MyDatabaseId, top, hash,
+						 GUNIQUE_UPSERT_LOCK_FIELD4);
+}
+
 /*
  * Take an upsert lock and remember it.  A check's (ExclusiveLock) is
  * counted as pending from then on; once it is counted, nothing before it is
@@ -335,8 +343,7 @@ upsert_lock_acquire(Oid top, uint32 hash, LOCKMODE mode, Oid partition)
 				 errdetail("INSERT ... ON CONFLICT DO NOTHING, and an insert that waits for it, can lock at most %d keys of a row at once.",
 						   GUNIQUE_MAX_UPSERT_LOCKS)));
 	held = &held_locks[nheld_locks];
-	SET_LOCKTAG_ADVISORY(held->tag, MyDatabaseId, top, hash,
-						 GUNIQUE_UPSERT_LOCK_FIELD4);
+	upsert_lock_tag(&held->tag, top, hash);
 	held->mode = mode;
 	held->subid = GetCurrentSubTransactionId();
 	held->owner = CurrentResourceOwner;
@@ -430,8 +437,7 @@ gunique_onconflict_holder_waits(Oid top, uint32 hash)
 {
 	LOCKTAG		tag;
 
-	SET_LOCKTAG_ADVISORY(tag, MyDatabaseId, top, hash,
-						 GUNIQUE_UPSERT_LOCK_FIELD4);
+	upsert_lock_tag(&tag, top, hash);
 	return gunique_lock_holder_waits_for_me(&tag, ShareLock);
 }
 

@@ -14,13 +14,13 @@
  * for this backend's lock group.
  *
  * Only waits for a transaction (a row it inserted or deletes), for a
- * speculative insertion, and for an upsert lock count: where the check
- * waits for something else of the inserter's (an advisory lock its CHECK
- * function takes, a relation), the inserter going in would let the check
- * on only to fail on the key, and the deadlock detector's choice of one to
- * cancel is no worse.  A cycle that closes after the question was asked is
- * left to the deadlock detector too.  src/README, "ON CONFLICT DO NOTHING",
- * point 4.
+ * speculative insertion, and for an upsert lock are followed: where the
+ * check waits for something else of the inserter's (an advisory lock its
+ * CHECK function takes, a relation), the inserter going in would let the
+ * check on only to fail on the key, and the deadlock detector's choice of
+ * one to cancel is no worse.  A cycle that closes after the question was
+ * asked is left to the deadlock detector too.  src/README, "ON CONFLICT DO
+ * NOTHING", point 4.
  *
  * The answer is put together from one look per process of the chain, each
  * consistent in itself, of something that changes; the caller must be

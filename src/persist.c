@@ -12,12 +12,17 @@
  * (src/README, "Saved filters"):
  *   - it is whole: its own size, magic and version, and a CRC-32C over
  *     everything in it;
- *   - it belongs to this cluster and the shutdown that followed it: the
- *     control file says the cluster was shut down cleanly, with the same
- *     system identifier and timeline, and its last checkpoint starts where
- *     WAL ended when the file was saved, so nothing was logged between
- *     the save and the shutdown (a server run without gunique, or
- *     pg_resetwal, would show);
+ *   - it belongs to this data directory's own history: every start of
+ *     the server with gunique draws a new random start identifier and
+ *     keeps it in the data directory (gunique_start.id), and the file
+ *     carries the identifier of the run that saved it; a file from
+ *     another copy of the data directory, or from an earlier run, carries
+ *     another one;
+ *   - it belongs to the shutdown that followed it: the control file says
+ *     the cluster was shut down cleanly, with the same system identifier
+ *     and timeline, and its last checkpoint starts where WAL ended when
+ *     the file was saved, so nothing was logged between the save and the
+ *     shutdown (a server run without gunique, or pg_resetwal, would show);
  *   - it is used once: the postmaster removes it as it loads it.
  * Anything else leaves the file unused (and removed), with a LOG, and the
  * filters are rebuilt as after a crash (builder.c).
@@ -43,6 +48,7 @@
 #include "storage/latch.h"
 #include "storage/proc.h"
 #include "storage/procarray.h"
+#include "storage/shmem.h"
 #include "utils/memutils.h"
 #include "utils/wait_event.h"
 
@@ -52,8 +58,11 @@
 
 #define PERSIST_FILE		"gunique_filters.dat"
 #define PERSIST_TMP_FILE	"gunique_filters.tmp"
+#define START_ID_FILE		"gunique_start.id"
+#define START_ID_TMP_FILE	"gunique_start.tmp"
 #define PERSIST_MAGIC		0x47554e51	/* "GUNQ" */
-#define PERSIST_VERSION		10	/* 10: tags by OID modulo a prime */
+#define START_ID_MAGIC		0x47554e53	/* "GUNS" */
+#define PERSIST_VERSION		11	/* 11: the start identifier */
 #define PERSIST_BUSY_WAIT_MS	10000	/* for builds under way at the save */
 
 typedef struct PersistHeader
@@ -61,6 +70,7 @@ typedef struct PersistHeader
 	uint32		magic;
 	uint32		version;
 	uint64		sysid;			/* the cluster's system identifier */
+	uint64		start_id;		/* of the run that saved it */
 	TimeLineID	tli;
 	XLogRecPtr	end;			/* where WAL ended at the save */
 	uint32		nentries;
@@ -85,6 +95,27 @@ typedef struct PersistEntry
 	GuniqueFilterSaved filter;
 } PersistEntry;
 
+/* gunique_start.id: the identifier drawn at the last start */
+typedef struct StartIdFile
+{
+	uint32		magic;
+	uint32		pad;
+	uint64		start_id;
+	pg_crc32c	crc;			/* of the fields above */
+} StartIdFile;
+
+/*
+ * In shared memory, set by the postmaster at start: this run's identifier,
+ * or 0 if it could not be kept in the data directory (then nothing is
+ * saved).
+ */
+typedef struct PersistShared
+{
+	uint64		start_id;
+} PersistShared;
+
+static PersistShared *persist_shared = NULL;
+
 static volatile sig_atomic_t keeper_stop = false;
 
 PGDLLEXPORT void gunique_keeper_main(Datum arg);
@@ -95,6 +126,87 @@ persist_write(FILE *f, const void *data, size_t len, pg_crc32c *crc)
 {
 	COMP_CRC32C(*crc, data, len);
 	return fwrite(data, 1, len, f) == len;
+}
+
+/*
+ * The start identifier kept in the data directory, or 0 if there is none
+ * that is whole.
+ */
+static uint64
+start_id_read(void)
+{
+	FILE	   *f = AllocateFile(START_ID_FILE, PG_BINARY_R);
+	StartIdFile data;
+	pg_crc32c	crc;
+	bool		ok;
+
+	if (f == NULL)
+		return 0;
+	ok = fread(&data, 1, sizeof(data), f) == sizeof(data) &&
+		fgetc(f) == EOF;
+	FreeFile(f);
+	if (!ok || data.magic != START_ID_MAGIC)
+		return 0;
+	INIT_CRC32C(crc);
+	COMP_CRC32C(crc, &data, offsetof(StartIdFile, crc));
+	FIN_CRC32C(crc);
+	return EQ_CRC32C(crc, data.crc) ? data.start_id : 0;
+}
+
+/*
+ * Draw this run's start identifier and keep it in the data directory,
+ * durably, before any process that could change a leaf exists.  0 if it
+ * could not be kept: this run then saves nothing, since the next start
+ * would compare a saved file with an older identifier, one that a copy of
+ * this data directory may share.
+ */
+static uint64
+start_id_renew(void)
+{
+	StartIdFile data = {0};
+	FILE	   *f;
+	bool		ok;
+
+	data.magic = START_ID_MAGIC;
+	do
+	{
+		if (!pg_strong_random(&data.start_id, sizeof(data.start_id)))
+		{
+			ereport(LOG,
+					(errmsg("gunique could not generate a random start identifier"),
+					 errdetail("Key filters will not be saved at shutdown.")));
+			return 0;
+		}
+	} while (data.start_id == 0);
+	INIT_CRC32C(data.crc);
+	COMP_CRC32C(data.crc, &data, offsetof(StartIdFile, crc));
+	FIN_CRC32C(data.crc);
+
+	f = AllocateFile(START_ID_TMP_FILE, PG_BINARY_W);
+	if (f == NULL)
+	{
+		ereport(LOG,
+				(errcode_for_file_access(),
+				 errmsg("could not create file \"%s\": %m", START_ID_TMP_FILE)));
+		return 0;
+	}
+	errno = 0;
+	ok = fwrite(&data, 1, sizeof(data), f) == sizeof(data);
+	if (FreeFile(f) != 0)
+		ok = false;
+	if (!ok)
+	{
+		if (errno == 0)
+			errno = ENOSPC;
+		ereport(LOG,
+				(errcode_for_file_access(),
+				 errmsg("could not write file \"%s\": %m", START_ID_TMP_FILE)));
+		unlink(START_ID_TMP_FILE);
+		return 0;
+	}
+	if (durable_rename(START_ID_TMP_FILE, START_ID_FILE, LOG) != 0)
+		return 0;
+	return data.start_id;
 }
 
 /*
@@ -113,12 +225,35 @@ persist_save(void)
 	bool		ok = true;
 
 	/*
+	 * pg_upgrade's run of the new cluster restores the schema alone; then
+	 * pg_upgrade puts the old cluster's files in place, without WAL.
+	 * Nothing this run summarized describes the leaves the next start
+	 * finds.
+	 */
+	if (IsBinaryUpgrade)
+		return;
+
+	/*
 	 * With WAL archiving, the shutdown switches to a new WAL segment before
 	 * its checkpoint; switching here makes that a no-op (the segment is
 	 * still empty then), so that the checkpoint starts where WAL ends now.
 	 */
 	if (XLogArchivingActive())
 		(void) RequestXLogSwitch(false);
+
+	/*
+	 * The identifier this run drew at start, as the data directory still
+	 * holds it: the next start compares the file with what it finds there.
+	 */
+	header.start_id = persist_shared->start_id;
+	if (header.start_id == 0 || start_id_read() != header.start_id)
+	{
+		ereport(LOG,
+				(errmsg("gunique did not save its key filters"),
+				 errdetail("The file \"%s\" does not hold the identifier this server drew at start.",
+						   START_ID_FILE)));
+		return;
+	}
 
 	/*
 	 * Where WAL ends, before anything is copied: a process that changes a
@@ -325,7 +460,8 @@ persist_replay_ahead(void)
 
 /* Is the header that of a whole file of this cluster's last shutdown? */
 static bool
-persist_header_current(PersistHeader *header, const char **why)
+persist_header_current(PersistHeader *header, uint64 last_start_id,
+					   const char **why)
 {
 	ControlFileData *control;
 	bool		crc_ok;
@@ -334,6 +470,11 @@ persist_header_current(PersistHeader *header, const char **why)
 	if (stat(PERSIST_FILE, &st) != 0 || (uint64) st.st_size != header->file_size)
 	{
 		*why = gettext_noop("The file is not as long as its header says.");
+		return false;
+	}
+	if (last_start_id == 0 || header->start_id != last_start_id)
+	{
+		*why = gettext_noop("The file was not saved by the last run of this data directory.");
 		return false;
 	}
 	control = get_controlfile(".", &crc_ok);
@@ -391,9 +532,11 @@ persist_header_fits(PersistHeader *header)
 void
 gunique_persist_shmem_request(void)
 {
-	FILE	   *f = AllocateFile(PERSIST_FILE, PG_BINARY_R);
+	FILE	   *f;
 	PersistHeader header;
 
+	RequestAddinShmemSpace(sizeof(PersistShared));
+	f = AllocateFile(PERSIST_FILE, PG_BINARY_R);
 	if (f == NULL)
 		return;
 	if (persist_read_header(f, &header) && persist_header_fits(&header))
@@ -502,27 +645,22 @@ persist_load_entries(FILE *f, PersistHeader *header)
 }
 
 /*
- * In the postmaster at start, once shared memory is made and before any
- * other process exists: load the file if it is whole and current, and
- * remove it either way.
+ * Load the file if it is whole and current, and remove it either way.
  */
-void
-gunique_persist_load(void)
+static void
+persist_load_file(uint64 last_start_id)
 {
 	FILE	   *f;
 	PersistHeader header;
 	const char *why = NULL;
 
-	if (IsUnderPostmaster || (f = AllocateFile(PERSIST_FILE, PG_BINARY_R)) == NULL)
-	{
-		gunique_filter_load_done();
+	if ((f = AllocateFile(PERSIST_FILE, PG_BINARY_R)) == NULL)
 		return;
-	}
 	if ((why = persist_replay_ahead()) != NULL)
 		;
 	else if (!persist_read_header(f, &header))
 		why = gettext_noop("The file was not written by this release of gunique for this release of PostgreSQL.");
-	else if (persist_header_current(&header, &why))
+	else if (persist_header_current(&header, last_start_id, &why))
 	{
 		if (!gunique_filter_arena_ready())
 			why = gettext_noop("gunique.filter_memory is 0.");
@@ -541,5 +679,27 @@ gunique_persist_load(void)
 		ereport(LOG,
 				(errcode_for_file_access(),
 				 errmsg("could not remove file \"%s\": %m", PERSIST_FILE)));
+}
+
+/*
+ * In the postmaster at start (and at every restart after a crash), once
+ * shared memory is made and before any other process exists: load the file
+ * if it is whole and current, remove it, and draw this run's start
+ * identifier.
+ */
+void
+gunique_persist_load(void)
+{
+	bool		found;
+
+	LWLockAcquire(AddinShmemInitLock, LW_EXCLUSIVE);
+	persist_shared = ShmemInitStruct("gunique saved filters",
+									 sizeof(PersistShared), &found);
+	LWLockRelease(AddinShmemInitLock);
+	if (!IsUnderPostmaster)
+	{
+		persist_load_file(start_id_read());
+		persist_shared->start_id = start_id_renew();
+	}
 	gunique_filter_load_done();
 }

@@ -62,7 +62,7 @@
 
 /* PostgreSQL 18 lets a module report its name and version. */
 #if PG_VERSION_NUM >= 180000
-#define GUNIQUE_MODULE_MAGIC PG_MODULE_MAGIC_EXT(.name = "gunique", .version = "1.3")
+#define GUNIQUE_MODULE_MAGIC PG_MODULE_MAGIC_EXT(.name = "gunique", .version = GUNIQUE_VERSION)
 #else
 #define GUNIQUE_MODULE_MAGIC PG_MODULE_MAGIC
 #endif

@@ -90,6 +90,21 @@ $loaded->safe_psql('postgres', 'INSERT INTO parted VALUES (1, 1)');
 like($stderr, qr/Key \(b\)=\(1\) already exists in partition "parted_1"/,
 	'with preload: duplicate across partitions rejected');
 
+# PostgreSQL 18 shows a module's version: the extension's, from
+# gunique.control, the one place it is written.
+SKIP:
+{
+	skip 'pg_get_loaded_modules() is new in PostgreSQL 18', 1
+	  if $loaded->safe_psql('postgres', 'SHOW server_version_num') < 180000;
+	is( $loaded->safe_psql(
+			'postgres',
+			q{SELECT m.version = e.extversion
+				FROM pg_get_loaded_modules() m, pg_extension e
+			   WHERE m.module_name = 'gunique' AND e.extname = 'gunique'}),
+		't',
+		'the module reports the extension\'s version');
+}
+
 # The same cluster restarted without the preload: every statement that would
 # need the hook is refused, never silently unchecked.
 $loaded->adjust_conf('postgresql.conf', 'shared_preload_libraries', "''");

@@ -129,6 +129,30 @@ persist_write(FILE *f, const void *data, size_t len, pg_crc32c *crc)
 }
 
 /*
+ * Close "f", written as "tmp" ("ok" if every write was whole), and rename
+ * it durably to "path"; false, with a LOG and "tmp" removed, if any of it
+ * failed.
+ */
+static bool
+persist_put_in_place(FILE *f, bool ok, const char *tmp, const char *path)
+{
+	if (FreeFile(f) != 0)
+		ok = false;
+	if (!ok)
+	{
+		/* a short write without an error is a full disk */
+		if (errno == 0)
+			errno = ENOSPC;
+		ereport(LOG,
+				(errcode_for_file_access(),
+				 errmsg("could not write file \"%s\": %m", tmp)));
+		unlink(tmp);
+		return false;
+	}
+	return durable_rename(tmp, path, LOG) == 0;
+}
+
+/*
  * The start identifier kept in the data directory, or 0 if there is none
  * that is whole.
  */
@@ -192,19 +216,7 @@ start_id_renew(void)
 	}
 	errno = 0;
 	ok = fwrite(&data, 1, sizeof(data), f) == sizeof(data);
-	if (FreeFile(f) != 0)
-		ok = false;
-	if (!ok)
-	{
-		if (errno == 0)
-			errno = ENOSPC;
-		ereport(LOG,
-				(errcode_for_file_access(),
-				 errmsg("could not write file \"%s\": %m", START_ID_TMP_FILE)));
-		unlink(START_ID_TMP_FILE);
-		return 0;
-	}
-	if (durable_rename(START_ID_TMP_FILE, START_ID_FILE, LOG) != 0)
+	if (!persist_put_in_place(f, ok, START_ID_TMP_FILE, START_ID_FILE))
 		return 0;
 	return data.start_id;
 }
@@ -321,20 +333,7 @@ persist_save(void)
 	trailer.magic = PERSIST_MAGIC;
 	if (ok)
 		ok = fwrite(&trailer, 1, sizeof(trailer), f) == sizeof(trailer);
-	if (FreeFile(f) != 0)
-		ok = false;
-	if (!ok)
-	{
-		/* a short write without an error is a full disk */
-		if (errno == 0)
-			errno = ENOSPC;
-		ereport(LOG,
-				(errcode_for_file_access(),
-				 errmsg("could not write file \"%s\": %m", PERSIST_TMP_FILE)));
-		unlink(PERSIST_TMP_FILE);
-		return;
-	}
-	if (durable_rename(PERSIST_TMP_FILE, PERSIST_FILE, LOG) != 0)
+	if (!persist_put_in_place(f, ok, PERSIST_TMP_FILE, PERSIST_FILE))
 		return;
 	ereport(LOG,
 			(errmsg("gunique saved %d key ranges and filters (%llu bytes of filters)",

@@ -38,6 +38,18 @@
 #endif
 
 /*
+ * The ALTER TABLE subcommands that drop and create again the indexes that
+ * depend on a column: ALTER COLUMN ... TYPE, and from PostgreSQL 17 ALTER
+ * COLUMN ... SET EXPRESSION.
+ */
+#if PG_VERSION_NUM >= 170000
+#define GUNIQUE_AT_REBUILDS_INDEXES(subtype) \
+	((subtype) == AT_AlterColumnType || (subtype) == AT_SetExpression)
+#else
+#define GUNIQUE_AT_REBUILDS_INDEXES(subtype) ((subtype) == AT_AlterColumnType)
+#endif
+
+/*
  * PostgreSQL 17 added amcanbuildparallel.  Its parallel build workers open
  * the index themselves and sort through PrepareSortSupportFromIndexRel(),
  * which before 18 refuses any relation whose relam is not btree (see

@@ -28,6 +28,11 @@
  *	 the duration of the statement;
  * - ALTER TABLE ... ATTACH PARTITION: the tree is checked with writers
  *	 blocked on every leaf;
+ * - ALTER TABLE ... ALTER COLUMN ... TYPE (or SET EXPRESSION) of a column
+ *	 that a tree depends on: PostgreSQL drops the tree and creates it again
+ *	 from its definition, which it reads from the catalogs, so the top is
+ *	 presented as non-unique for the statement; the new tree is checked
+ *	 whole before the statement returns (see alter_columns);
  * - before PostgreSQL 18, an ALTER TABLE that adds foreign keys (CREATE
  *	 TABLE ... REFERENCES runs one): gunique indexes are kept out of their
  *	 way when a btree index can serve them (fkey.c).
@@ -49,13 +54,16 @@
 #include "catalog/objectaccess.h"
 #include "catalog/pg_class.h"
 #include "catalog/pg_database.h"
+#include "catalog/pg_inherits.h"
 #include "commands/event_trigger.h"
+#include "commands/tablecmds.h"
 #include "miscadmin.h"
 #include "nodes/parsenodes.h"
 #include "storage/lmgr.h"
 #include "tcop/utility.h"
 #include "utils/acl.h"
 #include "utils/lsyscache.h"
+#include "utils/syscache.h"
 
 #include "builder.h"
 #include "compat.h"
@@ -83,11 +91,31 @@ typedef struct UtilityCall
 	QueryCompletion *qc;
 } UtilityCall;
 
+/*
+ * A gunique tree that the running ALTER TABLE drops and creates again (see
+ * alter_columns).  PostgreSQL gives the new top the old top's name.
+ */
+typedef struct RebuiltTree
+{
+	Oid			oldtop;
+	Oid			table;			/* the top's */
+	Oid			namespace;		/* the top's, which is its table's */
+	char	   *name;
+	bool		early;			/* mark the new top unique once made */
+	Oid			newtop;			/* once made */
+	int			pending;		/* members of the new tree still to make */
+} RebuiltTree;
+
 static ProcessUtility_hook_type prev_ProcessUtility = NULL;
 static object_access_hook_type prev_object_access_hook = NULL;
 
 /* Set while PostgreSQL builds a gunique tree that the hook made non-unique. */
 static bool nonunique_build_allowed = false;
+
+/* The trees the running ALTER TABLE rebuilds (RebuiltTree). */
+static List *rebuilt_trees = NIL;
+
+static void rebuilt_index_created(Oid relid);
 
 static void gunique_ProcessUtility(PlannedStmt *pstmt, const char *queryString,
 								   bool readOnlyTree,
@@ -110,6 +138,9 @@ gunique_object_access(ObjectAccessType access, Oid classId, Oid objectId,
 		prev_object_access_hook(access, classId, objectId, subId, arg);
 	if (access == OAT_DROP && classId == RelationRelationId && subId == 0)
 		gunique_summary_index_dropped(objectId);
+	if (access == OAT_POST_CREATE && classId == RelationRelationId &&
+		subId == 0 && rebuilt_trees != NIL)
+		rebuilt_index_created(objectId);
 	/* the entries of a database's indexes go with it */
 	if ((access == OAT_DROP || access == OAT_POST_CREATE) &&
 		classId == DatabaseRelationId)
@@ -564,18 +595,19 @@ attach_index(UtilityCall *call, AlterTableStmt *stmt, PartitionCmd *cmd)
  * a btree index on the referenced columns (fkey.c).
  */
 static void
-alter_table_fkeys(UtilityCall *call, AlterTableStmt *stmt)
+alter_table_fkeys(UtilityCall *call, AlterTableStmt *stmt,
+				  bool allow_nonunique)
 {
 	List	   *hidden = gunique_fkey_hide(stmt);
 
 	if (hidden == NIL)
 	{
-		call_standard(call, false);
+		call_standard(call, allow_nonunique);
 		return;
 	}
 	PG_TRY();
 	{
-		call_standard(call, false);
+		call_standard(call, allow_nonunique);
 	}
 	PG_CATCH();
 	{
@@ -586,6 +618,196 @@ alter_table_fkeys(UtilityCall *call, AlterTableStmt *stmt)
 	gunique_fkey_unhide(hidden, false);
 }
 
+/* The columns whose type or generation expression the statement changes. */
+static List *
+altered_columns(AlterTableStmt *stmt)
+{
+	List	   *names = NIL;
+	ListCell   *lc;
+
+	foreach(lc, stmt->cmds)
+	{
+		AlterTableCmd *cmd = lfirst(lc);
+
+		if (GUNIQUE_AT_REBUILDS_INDEXES(cmd->subtype) && cmd->name != NULL)
+			names = lappend(names, makeString(cmd->name));
+	}
+	return names;
+}
+
+/*
+ * Note a tree that the statement will rebuild, and present its top as
+ * non-unique, so that PostgreSQL reads a non-unique definition.  Only the
+ * top: PostgreSQL reads no other member's definition, and drops them all.
+ */
+static RebuiltTree *
+rebuilt_tree(Oid top)
+{
+	RebuiltTree *tree = palloc0(sizeof(RebuiltTree));
+
+	tree->oldtop = top;
+	tree->table = IndexGetRelation(top, false);
+	tree->namespace = get_rel_namespace(top);
+	tree->name = get_rel_name(top);
+#ifdef GUNIQUE_NO_FOREIGN_KEYS
+	tree->early = gunique_index_is_replica_identity(top);
+#else
+	tree->early = true;
+#endif
+	gunique_index_set_unique(top, false);
+	return tree;
+}
+
+/*
+ * The object access hook saw a gunique index made while an ALTER TABLE
+ * rebuilds gunique trees: the new top of one (a partitioned index with the
+ * old top's name), or a member below the top being made.  See
+ * alter_columns for why and when a top is marked unique before the
+ * statement ends.  index_create makes its catalog rows visible right after
+ * the hook, and here a moment earlier, so that the top's row can be
+ * updated.
+ */
+static void
+rebuilt_index_created(Oid relid)
+{
+	Oid			namespace;
+	char		relkind;
+	char	   *name = gunique_new_index(relid, &namespace, &relkind);
+	RebuiltTree *made = NULL;
+	ListCell   *lc;
+
+	if (name == NULL)
+		return;
+	foreach(lc, rebuilt_trees)
+	{
+		RebuiltTree *tree = lfirst(lc);
+
+		if (!OidIsValid(tree->newtop) &&
+			relkind == RELKIND_PARTITIONED_INDEX &&
+			tree->namespace == namespace && strcmp(tree->name, name) == 0)
+		{
+			/* DefineIndex makes a new index on every partition below */
+			tree->newtop = relid;
+			tree->pending =
+				list_length(find_all_inheritors(tree->table, NoLock, NULL)) - 1;
+			made = tree;
+			break;
+		}
+	}
+	/* Or a member of the tree whose top was made last. */
+	foreach(lc, made == NULL ? rebuilt_trees : NIL)
+	{
+		RebuiltTree *tree = lfirst(lc);
+
+		if (OidIsValid(tree->newtop) && tree->pending > 0)
+		{
+			tree->pending--;
+			made = tree;
+			break;
+		}
+	}
+	if (made != NULL && made->early && made->pending == 0)
+	{
+		CommandCounterIncrement();
+		gunique_index_set_unique(made->newtop, true);
+	}
+	pfree(name);
+}
+
+/*
+ * ALTER TABLE ... ALTER COLUMN ... TYPE (COLLATE too, and from PostgreSQL
+ * 17 SET EXPRESSION) drops every index that depends on the column and
+ * makes it again, under the same name, from the definition it read before
+ * (ATPostAlterTypeCleanup), through DefineIndex, without this hook in
+ * between: its partition-key check would refuse a unique gunique tree.  So
+ * the top of every tree the statement will rebuild is presented as
+ * non-unique first (rebuilt_tree); PostgreSQL makes the new tree
+ * non-unique and builds its leaves (or fills them after a rewrite, through
+ * ambuild all the same); then the new tree is marked unique and checked
+ * whole, as by CREATE INDEX, before the statement returns.  A key that the
+ * new type makes equal to another fails the statement, which takes the
+ * whole ALTER back.  Trees that do not depend on the columns are left
+ * alone: their keys do not change.
+ *
+ * Later in the same statement PostgreSQL restores a replica identity on
+ * the tree and (PostgreSQL 18) the foreign keys that reference it, and
+ * both need the new top unique.  So the top is marked unique as soon as
+ * DefineIndex has made the last member of the new tree (the object access
+ * hook counts them: rebuilt_index_created), and not before, since from
+ * PostgreSQL 17 on DefineIndex makes the index of each partition from its
+ * parent's catalog row, and would then apply the partition-key check to a
+ * partitioned partition.  The members stay non-unique, and the check
+ * still runs, until the statement returns.  Before PostgreSQL 18 a foreign
+ * key must not meet a gunique top before a btree index on the same
+ * columns (fkey.c), so the top is marked early only for a replica
+ * identity (where a foreign key is restored too, it may then take the
+ * gunique top and fail, with fkey.c's error: README.md says so).
+ */
+static void
+alter_columns(UtilityCall *call, AlterTableStmt *stmt)
+{
+	List	   *columns = altered_columns(stmt);
+	List	   *saved = rebuilt_trees;
+	List	   *rebuilt = NIL;
+	List	   *tops;
+	LOCKMODE	lockmode;
+	Oid			relid;
+	ListCell   *lc;
+
+	/* ALTER TABLE ONLY of such a column fails, rebuilding nothing. */
+	if (columns == NIL || stmt->objtype != OBJECT_TABLE ||
+		!stmt->relation->inh)
+	{
+		alter_table_fkeys(call, stmt, false);
+		return;
+	}
+
+	/*
+	 * Look up and lock the table as ProcessUtility will, permission checks
+	 * first, and its partitions as ATPrepAlterColumnType will: the trees
+	 * must not change before PostgreSQL reads them.
+	 */
+	lockmode = AlterTableGetLockLevel(stmt->cmds);
+	relid = AlterTableLookupRelation(stmt, lockmode);
+	if (!OidIsValid(relid) ||
+		get_rel_relkind(relid) != RELKIND_PARTITIONED_TABLE)
+	{
+		alter_table_fkeys(call, stmt, false);
+		return;
+	}
+	list_free(find_all_inheritors(relid, lockmode, NULL));
+	tops = gunique_trees_on_columns(relid, columns);
+	if (tops == NIL)
+	{
+		alter_table_fkeys(call, stmt, false);
+		return;
+	}
+
+	foreach(lc, tops)
+		rebuilt = lappend(rebuilt, rebuilt_tree(lfirst_oid(lc)));
+	rebuilt_trees = rebuilt;
+	PG_TRY();
+	{
+		alter_table_fkeys(call, stmt, true);
+	}
+	PG_FINALLY();
+	{
+		rebuilt_trees = saved;
+	}
+	PG_END_TRY();
+	CommandCounterIncrement();
+
+	foreach(lc, rebuilt)
+	{
+		RebuiltTree *tree = lfirst(lc);
+
+		if (OidIsValid(tree->newtop))
+			finish_tree(tree->newtop, InvalidOid, InvalidOid);
+		else if (SearchSysCacheExists1(RELOID, ObjectIdGetDatum(tree->oldtop)))
+			gunique_index_set_unique(tree->oldtop, true);
+	}
+}
+
 static void
 alter_table(UtilityCall *call)
 {
@@ -593,7 +815,7 @@ alter_table(UtilityCall *call)
 	PartitionCmd *cmd = attach_partition_cmd(stmt);
 
 	if (cmd == NULL)
-		alter_table_fkeys(call, stmt);
+		alter_columns(call, stmt);
 	else if (stmt->objtype == OBJECT_INDEX)
 		attach_index(call, stmt, cmd);
 	else
@@ -678,6 +900,19 @@ gunique_ddl_guard(PG_FUNCTION_ARGS)
 			(stmt->objtype == OBJECT_INDEX ? gunique_is_gunique_index(relid) :
 			 gunique_table_indexes(relid) != NIL))
 			gunique_report_not_preloaded(GUNIQUE_NEED_ATTACH);
+	}
+	else if (IsA(parsetree, AlterTableStmt) &&
+			 ((AlterTableStmt *) parsetree)->objtype == OBJECT_TABLE)
+	{
+		AlterTableStmt *stmt = (AlterTableStmt *) parsetree;
+		List	   *columns = altered_columns(stmt);
+		Oid			relid = columns == NIL ? InvalidOid :
+			RangeVarGetRelid(stmt->relation, NoLock, true);
+
+		if (OidIsValid(relid) &&
+			get_rel_relkind(relid) == RELKIND_PARTITIONED_TABLE &&
+			gunique_trees_on_columns(relid, columns) != NIL)
+			gunique_report_not_preloaded(GUNIQUE_NEED_ALTER_COLUMN);
 	}
 
 	PG_RETURN_VOID();

@@ -164,6 +164,9 @@ gunique_report_not_preloaded(GuniquePreloadNeed need)
 		case GUNIQUE_NEED_ATTACH:
 			msg = gettext_noop("gunique must be loaded via shared_preload_libraries to attach a partition to a gunique index");
 			break;
+		case GUNIQUE_NEED_ALTER_COLUMN:
+			msg = gettext_noop("gunique must be loaded via shared_preload_libraries to alter a column that a gunique index on a partitioned table depends on");
+			break;
 		case GUNIQUE_NEED_BUILD:
 			msg = gettext_noop("gunique must be loaded via shared_preload_libraries to build a partition of a gunique index");
 			break;

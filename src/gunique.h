@@ -19,6 +19,7 @@ typedef enum GuniquePreloadNeed
 	GUNIQUE_NEED_CREATE_TREE,	/* CREATE INDEX on a partitioned table */
 	GUNIQUE_NEED_CREATE_PARTITION,	/* CREATE TABLE ... PARTITION OF */
 	GUNIQUE_NEED_ATTACH,		/* ALTER ... ATTACH PARTITION */
+	GUNIQUE_NEED_ALTER_COLUMN,	/* ALTER TABLE ... ALTER COLUMN ... TYPE */
 	GUNIQUE_NEED_BUILD,			/* building a member of a tree */
 	GUNIQUE_NEED_INSERT			/* inserting into a member of a tree */
 } GuniquePreloadNeed;

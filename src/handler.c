@@ -108,9 +108,13 @@ gunique_check_build(Relation index, IndexInfo *indexInfo)
 {
 	/*
 	 * Look at the catalog, not at indexInfo: TRUNCATE rebuilds indexes with
-	 * a dummy IndexInfo that never says unique.
+	 * a dummy IndexInfo that never says unique.  An exclusion constraint's
+	 * index is refused even while the hook lets non-unique trees be built:
+	 * an ALTER TABLE that rebuilds trees may add one too.
 	 */
-	if (!index->rd_index->indisunique && !gunique_ddl_nonunique_build_allowed())
+	if (!index->rd_index->indisunique &&
+		(!gunique_ddl_nonunique_build_allowed() ||
+		 index->rd_index->indisexclusion))
 		ereport(ERROR,
 				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
 				 errmsg("access method \"%s\" supports only unique indexes",

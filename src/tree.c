@@ -24,6 +24,7 @@
 #include "catalog/indexing.h"
 #include "catalog/partition.h"
 #include "catalog/pg_class.h"
+#include "catalog/pg_depend.h"
 #include "catalog/pg_index.h"
 #include "catalog/pg_inherits.h"
 #include "commands/defrem.h"
@@ -31,6 +32,7 @@
 #include "utils/inval.h"
 #include "utils/lsyscache.h"
 #include "utils/rel.h"
+#include "utils/snapmgr.h"
 #include "utils/syscache.h"
 
 #include "gunique.h"
@@ -245,6 +247,134 @@ gunique_tree_set_unique(Oid topindex, bool unique)
 	table_close(pg_index, RowExclusiveLock);
 	list_free(members);
 	CommandCounterIncrement();
+}
+
+/* Add to "tops" those of "indexes" that depend on column attnum of table. */
+static List *
+indexes_on_column(List *tops, List *indexes, Oid table, AttrNumber attnum)
+{
+	Relation	pg_depend = table_open(DependRelationId, AccessShareLock);
+	ScanKeyData key[3];
+	SysScanDesc scan;
+	HeapTuple	tuple;
+
+	ScanKeyInit(&key[0], Anum_pg_depend_refclassid, BTEqualStrategyNumber,
+				F_OIDEQ, ObjectIdGetDatum(RelationRelationId));
+	ScanKeyInit(&key[1], Anum_pg_depend_refobjid, BTEqualStrategyNumber,
+				F_OIDEQ, ObjectIdGetDatum(table));
+	ScanKeyInit(&key[2], Anum_pg_depend_refobjsubid, BTEqualStrategyNumber,
+				F_INT4EQ, Int32GetDatum((int32) attnum));
+	scan = systable_beginscan(pg_depend, DependReferenceIndexId, true, NULL,
+							  3, key);
+	while (HeapTupleIsValid(tuple = systable_getnext(scan)))
+	{
+		Form_pg_depend dep = (Form_pg_depend) GETSTRUCT(tuple);
+
+		if (dep->classid == RelationRelationId &&
+			list_member_oid(indexes, dep->objid))
+			tops = list_append_unique_oid(tops, dep->objid);
+	}
+	systable_endscan(scan);
+	table_close(pg_depend, AccessShareLock);
+	return tops;
+}
+
+/*
+ * The gunique trees that an ALTER TABLE of tableoid drops and creates again
+ * when it changes the type (or generation expression) of the named columns:
+ * the top of each tree on tableoid or a partitioned table below it whose
+ * index depends on one of the columns, as ATExecAlterColumnType finds them
+ * in pg_depend.  The other members of such a tree go with their top.  A
+ * gunique index on a table that is not partitioned is not a tree: it is
+ * rebuilt as a unique index, as on a plain table.  The caller holds every
+ * table of the hierarchy locked.
+ */
+List *
+gunique_trees_on_columns(Oid tableoid, List *colnames)
+{
+	List	   *tables = find_all_inheritors(tableoid, NoLock, NULL);
+	List	   *tops = NIL;
+	ListCell   *lc;
+
+	foreach(lc, tables)
+	{
+		Oid			table = lfirst_oid(lc);
+		List	   *indexes = NIL;
+		List	   *all;
+		ListCell   *lc2;
+
+		if (get_rel_relkind(table) != RELKIND_PARTITIONED_TABLE)
+			continue;
+		all = gunique_table_indexes(table);
+		foreach(lc2, all)
+		{
+			/* a top is not a partition of another index */
+			if (!get_rel_relispartition(lfirst_oid(lc2)))
+				indexes = lappend_oid(indexes, lfirst_oid(lc2));
+		}
+		foreach(lc2, indexes == NIL ? NIL : colnames)
+		{
+			AttrNumber	attnum = get_attnum(table, strVal(lfirst(lc2)));
+
+			/* PostgreSQL reports a column that is not there */
+			if (attnum > 0)
+				tops = indexes_on_column(tops, indexes, table, attnum);
+		}
+		list_free(all);
+		list_free(indexes);
+	}
+	list_free(tables);
+	return tops;
+}
+
+/* pg_index.indisreplident: is the index its table's replica identity? */
+bool
+gunique_index_is_replica_identity(Oid indexoid)
+{
+	HeapTuple	tuple;
+	bool		replident = index_form(indexoid, &tuple)->indisreplident;
+
+	ReleaseSysCache(tuple);
+	return replident;
+}
+
+/*
+ * If relid is a gunique index that this command has just made, its name,
+ * with its namespace and relkind; else NULL.  For the object access hook,
+ * which index_create calls before it makes its catalog rows visible: they
+ * are read with SnapshotSelf.
+ */
+char *
+gunique_new_index(Oid relid, Oid *namespace, char *relkind)
+{
+	Oid			amoid = get_index_am_oid(GUNIQUE_AM_NAME, true);
+	Relation	pg_class = table_open(RelationRelationId, AccessShareLock);
+	ScanKeyData key;
+	SysScanDesc scan;
+	HeapTuple	tuple;
+	char	   *name = NULL;
+
+	ScanKeyInit(&key, Anum_pg_class_oid, BTEqualStrategyNumber, F_OIDEQ,
+				ObjectIdGetDatum(relid));
+	scan = systable_beginscan(pg_class, ClassOidIndexId, true, SnapshotSelf,
+							  1, &key);
+	tuple = systable_getnext(scan);
+	if (HeapTupleIsValid(tuple) && OidIsValid(amoid))
+	{
+		Form_pg_class form = (Form_pg_class) GETSTRUCT(tuple);
+
+		if ((form->relkind == RELKIND_INDEX ||
+			 form->relkind == RELKIND_PARTITIONED_INDEX) &&
+			form->relam == amoid)
+		{
+			name = pstrdup(NameStr(form->relname));
+			*namespace = form->relnamespace;
+			*relkind = form->relkind;
+		}
+	}
+	systable_endscan(scan);
+	table_close(pg_class, AccessShareLock);
+	return name;
 }
 
 /*

@@ -18,6 +18,9 @@ extern void gunique_tree_set_unique(Oid topindex, bool unique);
 extern void gunique_index_set_unique(Oid indexoid, bool unique);
 extern bool gunique_index_is_valid(Oid indexoid);
 extern bool gunique_index_is_unique(Oid indexoid);
+extern List *gunique_trees_on_columns(Oid tableoid, List *colnames);
+extern bool gunique_index_is_replica_identity(Oid indexoid);
+extern char *gunique_new_index(Oid relid, Oid *namespace, char *relkind);
 extern List *gunique_attach_validation_path(Oid parent, Oid child);
 extern void gunique_refuse_foreign_partitions(Oid tableoid,
 											  LOCKMODE lockmode);

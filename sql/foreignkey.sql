@@ -100,6 +100,13 @@ ALTER TABLE ref9 ADD COLUMN ev_id int DEFAULT sneak() REFERENCES ev_1 (id);
 SELECT tableoid::regclass, * FROM ev WHERE id = 2;
 ALTER TABLE ref9 ADD COLUMN ev_id int REFERENCES ev_1 (id);
 
+-- ALTER COLUMN ... TYPE of a referenced gunique key makes the tree again
+-- (altertype); PostgreSQL 18 makes the foreign key again on the new tree,
+-- which still refuses orphans.
+ALTER TABLE events ALTER COLUMN id TYPE numeric;
+INSERT INTO ref3 VALUES (40);
+INSERT INTO events VALUES ('2027-06-01', 10);
+
 -- Which index each foreign key uses.
 SELECT conrelid::regclass, conname, conindid::regclass
 FROM pg_constraint

@@ -110,6 +110,8 @@ FROM generate_series(1, 3000) g;
 
 CREATE UNIQUE INDEX orders_email_key ON orders USING gunique (lower(email));
 CREATE UNIQUE INDEX orders_code_active_key ON orders USING gunique (code) WHERE active;
+-- a tree that ALTER COLUMN ... TYPE made again dumps as any other
+ALTER TABLE orders ALTER COLUMN code TYPE varchar(40);
 CREATE UNIQUE INDEX orders_xy_key ON orders USING gunique (x, y DESC NULLS LAST) INCLUDE (note);
 CREATE UNIQUE INDEX orders_created_id_key ON orders USING gunique (created, id);
 CREATE INDEX orders_region_idx ON orders (region);

@@ -258,7 +258,49 @@ SELECT * FROM t_enum WHERE k = 'ok';
 EXPLAIN (COSTS OFF) SELECT k FROM t_enum WHERE k > 'sad' ORDER BY k;
 SELECT k FROM t_enum WHERE k > 'sad' ORDER BY k;
 
--- The operator class each index got by default.
+-- The pattern classes (version 1.7), as btree's: byte order whatever the
+-- collation (~<~ and the like, and "ORDER BY ... USING ~<~"), with "=" as
+-- the equality.
+CREATE TABLE t_text_pattern (k text, v text);
+CREATE UNIQUE INDEX t_text_pattern_k ON t_text_pattern USING gunique (k text_pattern_ops);
+INSERT INTO t_text_pattern VALUES ('alpha', 'a'), ('Beta', 'b'), ('beta', 'b2'), ('Zeta', 'z');
+INSERT INTO t_text_pattern VALUES ('Beta', 'dup');
+\echo :LAST_ERROR_SQLSTATE
+EXPLAIN (COSTS OFF) SELECT * FROM t_text_pattern WHERE k = 'beta';
+SELECT * FROM t_text_pattern WHERE k = 'beta';
+EXPLAIN (COSTS OFF) SELECT k FROM t_text_pattern WHERE k ~>=~ 'B' AND k ~<~ 'b' ORDER BY k USING ~<~;
+SELECT k FROM t_text_pattern WHERE k ~>=~ 'B' AND k ~<~ 'b' ORDER BY k USING ~<~;
+
+-- varchar_pattern_ops, the same family's class for varchar columns
+CREATE TABLE t_varchar_pattern (k varchar(10), v text);
+CREATE UNIQUE INDEX t_varchar_pattern_k ON t_varchar_pattern USING gunique (k varchar_pattern_ops);
+INSERT INTO t_varchar_pattern VALUES ('alpha', 'a'), ('Beta', 'b');
+INSERT INTO t_varchar_pattern VALUES ('alpha', 'dup');
+\echo :LAST_ERROR_SQLSTATE
+EXPLAIN (COSTS OFF) SELECT * FROM t_varchar_pattern WHERE k = 'alpha';
+SELECT * FROM t_varchar_pattern WHERE k = 'alpha';
+
+-- bpchar_pattern_ops: trailing blanks are insignificant, as for "="
+CREATE TABLE t_bpchar_pattern (k char(5), v text);
+CREATE UNIQUE INDEX t_bpchar_pattern_k ON t_bpchar_pattern USING gunique (k bpchar_pattern_ops);
+INSERT INTO t_bpchar_pattern VALUES ('ab', 'a'), ('Cd', 'c');
+INSERT INTO t_bpchar_pattern VALUES ('ab   ', 'dup');
+\echo :LAST_ERROR_SQLSTATE
+EXPLAIN (COSTS OFF) SELECT * FROM t_bpchar_pattern WHERE k = 'ab';
+SELECT * FROM t_bpchar_pattern WHERE k = 'ab';
+EXPLAIN (COSTS OFF) SELECT k FROM t_bpchar_pattern WHERE k ~<~ 'ab' ORDER BY k USING ~<~;
+SELECT k FROM t_bpchar_pattern WHERE k ~<~ 'ab' ORDER BY k USING ~<~;
+
+-- varchar_ops, text_ops's class for varchar columns, named
+CREATE TABLE t_varchar_ops (k varchar(10), v text);
+CREATE UNIQUE INDEX t_varchar_ops_k ON t_varchar_ops USING gunique (k varchar_ops);
+INSERT INTO t_varchar_ops VALUES ('alpha', 'a'), ('beta', 'b');
+INSERT INTO t_varchar_ops VALUES ('beta', 'dup');
+\echo :LAST_ERROR_SQLSTATE
+EXPLAIN (COSTS OFF) SELECT * FROM t_varchar_ops WHERE k = 'beta';
+SELECT * FROM t_varchar_ops WHERE k = 'beta';
+
+-- The operator class of each index: its type's default, or the one named.
 SELECT c.relname AS index, a.attname AS column, format_type(a.atttypid, a.atttypmod) AS type,
        opc.opcname, opf.opfname, am.amname
 FROM pg_index i

@@ -488,6 +488,40 @@ JOIN pg_attribute a ON a.attrelid = i.indrelid AND a.attnum = i.indkey[0]
 WHERE c.relnamespace = 'gu_opclass'::regnamespace AND am.amname = 'gunique'
 ORDER BY c.relname COLLATE "C";
 
+--
+-- A comparison function must be written in C: gunique calls it under a key
+-- lock, which holds off cancellation and which other inserters wait on
+-- (src/README, invariant 4), where one that runs SQL could wait forever.
+-- One in SQL is refused by CREATE INDEX, on a partitioned table, on its
+-- top alone and on a table that is not partitioned.  An index whose
+-- function is replaced by one in PL/pgSQL afterwards takes no insert that
+-- must look in another partition; queries, which hold no key lock while
+-- they compare, still serve.
+--
+CREATE FUNCTION sql_int4cmp(int, int) RETURNS int LANGUAGE sql IMMUTABLE STRICT
+	AS $$ SELECT btint4cmp($1, $2) $$;
+CREATE OPERATOR CLASS sql_int4_ops FOR TYPE int USING gunique AS
+	OPERATOR 1 <, OPERATOR 2 <=, OPERATOR 3 =, OPERATOR 4 >=, OPERATOR 5 >,
+	FUNCTION 1 sql_int4cmp(int, int);
+CREATE TABLE t_cmp (k int, p int) PARTITION BY LIST (p);
+CREATE TABLE t_cmp_0 PARTITION OF t_cmp FOR VALUES IN (0);
+CREATE TABLE t_cmp_1 PARTITION OF t_cmp FOR VALUES IN (1);
+CREATE UNIQUE INDEX ON t_cmp USING gunique (k sql_int4_ops);
+CREATE UNIQUE INDEX ON ONLY t_cmp USING gunique (k sql_int4_ops);
+CREATE UNIQUE INDEX ON t_cmp_0 USING gunique (k sql_int4_ops);
+CREATE FUNCTION c_int4cmp(int, int) RETURNS int LANGUAGE internal IMMUTABLE STRICT
+	AS 'btint4cmp';
+CREATE OPERATOR CLASS c_int4_ops FOR TYPE int USING gunique AS
+	OPERATOR 1 <, OPERATOR 2 <=, OPERATOR 3 =, OPERATOR 4 >=, OPERATOR 5 >,
+	FUNCTION 1 c_int4cmp(int, int);
+CREATE UNIQUE INDEX t_cmp_k ON t_cmp USING gunique (k c_int4_ops);
+INSERT INTO t_cmp VALUES (1, 0), (2, 1);
+CREATE OR REPLACE FUNCTION c_int4cmp(int, int) RETURNS int LANGUAGE plpgsql
+	IMMUTABLE STRICT AS $$ BEGIN RETURN btint4cmp($1, $2); END $$;
+INSERT INTO t_cmp VALUES (3, 0);
+SELECT * FROM t_cmp WHERE k = 2;
+DROP TABLE t_cmp;
+
 RESET enable_seqscan;
 RESET enable_bitmapscan;
 SET client_min_messages = warning;

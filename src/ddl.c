@@ -34,7 +34,8 @@
  *
  * A new gunique index is refused where btree would refuse its operator
  * classes (gunique_ddl_check_index): the pattern classes under a
- * nondeterministic collation.
+ * nondeterministic collation; and where a key column's comparison function
+ * is not written in C, since gunique calls it under a key lock.
  *
  * An object access hook frees the shared-memory summary and key filter of
  * a leaf index that is dropped (summary.c).
@@ -65,6 +66,7 @@
 #include "utils/acl.h"
 #include "utils/fmgroids.h"
 #include "utils/lsyscache.h"
+#include "utils/regproc.h"
 #include "utils/rel.h"
 #include "utils/syscache.h"
 
@@ -73,6 +75,7 @@
 #include "ddl.h"
 #include "fkey.h"
 #include "gunique.h"
+#include "keymap.h"
 #include "merge.h"
 #include "probescan.h"
 #include "scope.h"
@@ -304,6 +307,28 @@ check_pattern_collation(Relation index, int i)
 }
 
 /*
+ * A comparison function that is not written in C may run queries, and so
+ * wait for locks or re-enter gunique; gunique calls it under a key lock,
+ * an LWLock that holds off cancellation and that other inserters wait on
+ * (src/README, invariant 4).  An index made before this check, or whose
+ * function was replaced since, is refused at insert instead (probegroup.c).
+ */
+static void
+check_comparison(Relation index, int i)
+{
+	Oid			proc = gunique_key_user_comparison(index, i);
+
+	if (OidIsValid(proc))
+		ereport(ERROR,
+				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+				 errmsg("operator class \"%s\" cannot be used by access method \"%s\"",
+						column_opclass_name(index, i), GUNIQUE_AM_NAME),
+				 errdetail("Its comparison function %s is not written in C.  gunique calls it while other inserters of the key wait on a lock that cannot be cancelled, and a function that runs SQL there could wait forever.",
+						   format_procedure(proc)),
+				 errhint("Use an operator class whose comparison function is written in C, as those of gunique are.")));
+}
+
+/*
  * Refuse a new gunique index whose key columns gunique cannot stand
  * behind: called as each index of a tree is built, and for the top of a
  * partitioned one, which has no build.
@@ -314,6 +339,7 @@ gunique_ddl_check_index(Relation index)
 	for (int i = 0; i < IndexRelationGetNumberOfKeyAttributes(index); i++)
 	{
 		check_pattern_collation(index, i);
+		check_comparison(index, i);
 	}
 }
 

@@ -32,11 +32,14 @@
 
 #include "access/hash.h"
 #include "access/htup_details.h"
+#include "access/nbtree.h"
 #include "access/stratnum.h"
 #include "catalog/pg_am.h"
 #include "catalog/pg_amop.h"
 #include "catalog/pg_index.h"
+#include "catalog/pg_language.h"
 #include "catalog/pg_opclass.h"
+#include "catalog/pg_proc.h"
 #include "catalog/pg_type.h"
 #include "utils/catcache.h"
 #include "utils/lsyscache.h"
@@ -253,6 +256,36 @@ gunique_key_equality(Relation index, int i)
 			 BTEqualStrategyNumber, index->rd_opcintype[i],
 			 index->rd_opcintype[i], index->rd_opfamily[i]);
 	return eqop;
+}
+
+/*
+ * The comparison function (support function 1) of key column i, for the
+ * column's own type, if it is written in another language than C (SQL,
+ * PL/pgSQL, ...): such a function may run queries and wait, and gunique
+ * calls it under a key lock (src/README, invariant 4).  InvalidOid if it
+ * is written in C, as every function of gunique's own operator classes is.
+ */
+Oid
+gunique_key_user_comparison(Relation index, int i)
+{
+	Oid			proc = get_opfamily_proc(index->rd_opfamily[i],
+										 index->rd_opcintype[i],
+										 index->rd_opcintype[i],
+										 BTORDER_PROC);
+	HeapTuple	tuple;
+	Oid			lang;
+
+	if (!OidIsValid(proc))
+		elog(ERROR, "missing support function %d(%u,%u) in opfamily %u",
+			 BTORDER_PROC, index->rd_opcintype[i], index->rd_opcintype[i],
+			 index->rd_opfamily[i]);
+	tuple = SearchSysCache1(PROCOID, ObjectIdGetDatum(proc));
+	if (!HeapTupleIsValid(tuple))
+		elog(ERROR, "cache lookup failed for function %u", proc);
+	lang = ((Form_pg_proc) GETSTRUCT(tuple))->prolang;
+	ReleaseSysCache(tuple);
+	return lang == ClanguageId || lang == INTERNALlanguageId ?
+		InvalidOid : proc;
 }
 
 /*

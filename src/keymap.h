@@ -47,6 +47,7 @@ typedef struct GuniqueKeyImage
 
 extern bool gunique_keymap_hashable_type(Oid typid);
 extern Oid	gunique_key_equality(Relation index, int i);
+extern Oid	gunique_key_user_comparison(Relation index, int i);
 extern void gunique_keymap_make(GuniqueKeyMap *map, Relation index,
 								MemoryContext cxt);
 extern void gunique_keymap_image(GuniqueKeyImage *image, GuniqueKeyMap *map,

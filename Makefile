@@ -57,8 +57,8 @@ PG_CONFIG ?= pg_config
 PGXS := $(shell $(PG_CONFIG) --pgxs)
 include $(PGXS)
 
-# The module the TAP tests load by path (t/pause/), built with the
-# extension and never installed.
+# The module the tests load by path (t/pause/: the TAP tests, and
+# sql/progress.sql), built with the extension and never installed.
 all: t/pause/gunique_test_pause$(DLSUFFIX)
 t/pause/gunique_test_pause$(DLSUFFIX): t/pause/gunique_test_pause.c
 	$(MAKE) -C t/pause PG_CONFIG=$(PG_CONFIG)

@@ -324,7 +324,7 @@ check_comparison(Relation index, int i)
 				 errmsg("operator class \"%s\" cannot be used by access method \"%s\"",
 						column_opclass_name(index, i), GUNIQUE_AM_NAME),
 				 errdetail("Its comparison function %s is not written in C.  gunique calls it while other inserters of the key wait on a lock that cannot be cancelled, and a function that runs SQL there could wait forever.",
-						   format_procedure(proc)),
+						   format_procedure_qualified(proc)),
 				 errhint("Use an operator class whose comparison function is written in C, as those of gunique are.")));
 }
 

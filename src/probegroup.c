@@ -461,7 +461,7 @@ refuse_user_comparison(Relation index)
 					 errmsg("cannot insert into index \"%s\"",
 							RelationGetRelationName(index)),
 					 errdetail("The comparison function %s of its key is not written in C.  gunique calls it while other inserters of the key wait on a lock that cannot be cancelled, and a function that runs SQL there could wait forever.",
-							   format_procedure(proc)),
+							   format_procedure_qualified(proc)),
 					 errhint("Give the operator class a comparison function written in C, or drop the index.")));
 	}
 }

@@ -104,7 +104,7 @@ my $timed_out = 0;
 ok(!$timed_out, 'the insert does not hang');
 like(
 	$err,
-	qr/cannot insert into index "uc_1_k_idx".*comparison function c_cmp\(integer,integer\) of its key is not written in C/s,
+	qr/cannot insert into index "uc_1_k_idx".*comparison function public.c_cmp\(integer,integer\) of its key is not written in C/s,
 	'it is refused, naming the comparison function');
 # (A hung insert would hold the key's lock, and a lookup of the key would
 # wait for it.)

@@ -67,17 +67,6 @@ group_set_key(ProbeGroup *pg, GuniqueScope *scope)
 	pg->topindex = scope->topindex;
 	pg->nkeys = scope->nkeys;
 	pg->nulls_not_distinct = scope->nulls_not_distinct;
-	pg->collation = palloc(sizeof(Oid) * scope->nkeys);
-	pg->hashable = palloc(sizeof(bool) * scope->nkeys);
-	pg->hashfn = palloc(sizeof(FmgrInfo) * scope->nkeys);
-	for (int i = 0; i < scope->nkeys; i++)
-	{
-		pg->collation[i] = scope->collation[i];
-		pg->hashable[i] = scope->hashable[i];
-		if (scope->hashable[i])
-			fmgr_info_copy(&pg->hashfn[i], &scope->hashfn[i],
-						   pg->stmt->cxt);
-	}
 }
 
 /*

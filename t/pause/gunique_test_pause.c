@@ -6,6 +6,7 @@
  *	  every other snapshot and before gunique's abort callbacks forget the
  *	  summaries it rebuilt.  sql/progress.sql: a comparison function
  *	  written in C that lets SQL look at the merge from inside it.
+ *	  t/017_upsert_keylocks.pl: gunique's key locks held in share mode.
  *
  * LOAD it by path into a session of a server that preloads gunique:
  * PostgreSQL calls transaction callbacks newest first, so this one runs
@@ -25,6 +26,7 @@
 #include "nodes/makefuncs.h"
 #include "nodes/value.h"
 #include "parser/parse_func.h"
+#include "storage/lwlock.h"
 #include "utils/fmgrprotos.h"
 #include "utils/guc.h"
 
@@ -76,6 +78,37 @@ gunique_test_cmp(PG_FUNCTION_ARGS)
 		(void) OidFunctionCall0(hook);
 	return DirectFunctionCall2(btint4cmp, PG_GETARG_DATUM(0),
 							   PG_GETARG_DATUM(1));
+}
+
+/*
+ * gunique_test_hold_keylocks(n int4): take the first n of gunique's key
+ * locks (its LWLock tranche, found by name) in share mode, and hold them
+ * while gunique_test_pause.file exists, three minutes at most.  Whatever
+ * takes one of them exclusive waits meanwhile (an inserter of a key whose
+ * lock it is, a filter build's barrier); whatever takes it shared does
+ * not.  A backend holds at most MAX_SIMUL_LWLOCKS (200) LWLocks.
+ */
+PG_FUNCTION_INFO_V1(gunique_test_hold_keylocks);
+
+Datum
+gunique_test_hold_keylocks(PG_FUNCTION_ARGS)
+{
+	int			n = PG_GETARG_INT32(0);
+	LWLockPadded *locks = GetNamedLWLockTranche("gunique key locks");
+
+	if (n < 0 || n > 100)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("gunique_test_hold_keylocks holds 0 to 100 key locks")));
+	for (int i = 0; i < n; i++)
+		LWLockAcquire(&locks[i].lock, LW_SHARED);
+	ereport(LOG,
+			(errmsg("gunique_test_pause: holding %d key locks", n)));
+	for (int i = 0; i < PAUSE_MAX_WAITS && pause_file_exists(); i++)
+		pg_usleep(10000L);
+	for (int i = 0; i < n; i++)
+		LWLockRelease(&locks[i].lock);
+	PG_RETURN_VOID();
 }
 
 void

@@ -35,7 +35,8 @@ OBJS = \
 	src/waiters.o
 
 DATA = gunique--1.0.sql gunique--1.0--1.1.sql gunique--1.1--1.2.sql \
-	gunique--1.2--1.3.sql gunique--1.3--1.4.sql gunique--1.4--1.5.sql gunique--1.5--1.6.sql
+	gunique--1.2--1.3.sql gunique--1.3--1.4.sql gunique--1.4--1.5.sql gunique--1.5--1.6.sql \
+	gunique--1.6--1.7.sql
 PGFILEDESC = "gunique - unique indexes across partitions"
 
 REGRESS = opclass plain partitioned probescan summary filter onconflict foreignkey lifecycle altertype verify privileges rollback progress checkleaves nested keytypes keytypes_icu keepkey comeback lookup merge modify_by_key
@@ -56,8 +57,8 @@ PG_CONFIG ?= pg_config
 PGXS := $(shell $(PG_CONFIG) --pgxs)
 include $(PGXS)
 
-# The module the TAP tests load by path (t/pause/), built with the
-# extension and never installed.
+# The module the tests load by path (t/pause/: the TAP tests, and
+# sql/progress.sql), built with the extension and never installed.
 all: t/pause/gunique_test_pause$(DLSUFFIX)
 t/pause/gunique_test_pause$(DLSUFFIX): t/pause/gunique_test_pause.c
 	$(MAKE) -C t/pause PG_CONFIG=$(PG_CONFIG)

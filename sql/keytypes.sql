@@ -133,6 +133,25 @@ SELECT * FROM keytype_check('k numrange', $$numrange(i / 10.0, i / 5.0)$$,
 							$$numrange(0.70, 1.4)$$);
 SELECT few_searched = false AS searched, duplicate_refused
   FROM keytype_check('k money[]', $$ARRAY[i::money]$$, $$ARRAY[7::money]$$);
+-- The pattern classes (version 1.7): their equality is "=", so their keys
+-- hash as text and char keys do.  Then an index written as in PostgreSQL's
+-- insert_conflict test, (key, fruit text_pattern_ops), and lookups by the
+-- key through it.
+SELECT * FROM keytype_check('k text', $$'user' || md5(i::text)$$,
+	$$'user' || md5('7')$$, '(k text_pattern_ops)');
+SELECT * FROM keytype_check('k varchar(60)', $$'sku-' || md5(i::text)$$,
+	$$'sku-' || md5('7')$$, '(k varchar_pattern_ops)');
+SELECT * FROM keytype_check('k char(40)', $$md5(i::text)$$,
+	$$md5('7') || '   '$$, '(k bpchar_pattern_ops)');
+SELECT * FROM keytype_check('k varchar(60)', $$'sku-' || md5(i::text)$$,
+	$$'sku-' || md5('7')$$, '(k varchar_ops)');
+SELECT * FROM keytype_check('key int, fruit text', $$i, 'Fruit' || i$$,
+	$$7, 'Fruit7'$$, '(key, fruit text_pattern_ops)');
+ANALYZE kt;
+EXPLAIN (COSTS OFF) SELECT * FROM kt WHERE key = 7 AND fruit = 'Fruit7';
+SELECT * FROM kt WHERE key = 7 AND fruit = 'Fruit7';
+SELECT * FROM kt WHERE key = 7 AND fruit = 'fruit7';
+SELECT * FROM kt WHERE key = 1999 AND fruit = 'Fruit7';
 DROP TABLE kt;
 DROP FUNCTION keytype_check(text, text, text, text);
 DROP TYPE keytype_enum;

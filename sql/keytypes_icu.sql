@@ -49,6 +49,20 @@ SELECT * FROM keytype_check('k text COLLATE keytype_ci',
 SELECT * FROM keytype_check('n int, k text COLLATE keytype_ci',
 	$$i % 5, 'User' || md5(i::text)$$, $$2, upper('User' || md5('7'))$$,
 	'(n, k)');
+-- The pattern classes compare bytes, while "=" under this collation does
+-- not: refused, as btree refuses its own (version 1.7), on a partitioned
+-- table, on its top alone, and on a table that is not partitioned; with a
+-- deterministic collation named for the index they serve.
+CREATE TABLE kp (part int, k text COLLATE keytype_ci, c char(8) COLLATE keytype_ci)
+	PARTITION BY RANGE (part);
+CREATE TABLE kp_0 PARTITION OF kp FOR VALUES FROM (0) TO (100);
+CREATE UNIQUE INDEX ON kp USING gunique (k text_pattern_ops);
+CREATE UNIQUE INDEX ON ONLY kp USING gunique (k varchar_pattern_ops);
+CREATE UNIQUE INDEX ON kp_0 USING gunique (c bpchar_pattern_ops);
+CREATE UNIQUE INDEX ON kp_0 USING btree (c bpchar_pattern_ops);
+CREATE UNIQUE INDEX kp_k ON kp USING gunique (k COLLATE "C" text_pattern_ops);
+INSERT INTO kp VALUES (1, 'a', 'a'), (2, 'A', 'A');
+DROP TABLE kp;
 DROP TABLE IF EXISTS kt;
 DROP FUNCTION keytype_check(text, text, text, text);
 

@@ -252,4 +252,18 @@ INSERT INTO twin VALUES (5, 7);						-- held by twin_5
 INSERT INTO twin VALUES (5, 7) ON CONFLICT DO NOTHING RETURNING *;
 SELECT count(*), count(DISTINCT id) FROM twin;
 
+-- An index as PostgreSQL's insert_conflict test writes one (version 1.7's
+-- pattern class): its columns name it, as for any index; an operator
+-- class in the inference is looked up among btree's by the parser, so it
+-- names no gunique index.
+CREATE TABLE fruit (key int, fruit text, p int) PARTITION BY LIST (p);
+CREATE TABLE fruit_0 PARTITION OF fruit FOR VALUES IN (0);
+CREATE TABLE fruit_1 PARTITION OF fruit FOR VALUES IN (1);
+CREATE UNIQUE INDEX fruit_key ON fruit USING gunique (key, fruit text_pattern_ops);
+INSERT INTO fruit VALUES (1, 'Apple', 0);
+INSERT INTO fruit VALUES (1, 'Apple', 1), (1, 'apple', 1)
+  ON CONFLICT (key, fruit) DO NOTHING;
+INSERT INTO fruit VALUES (1, 'Apple', 0) ON CONFLICT (key, fruit text_pattern_ops) DO NOTHING;
+SELECT tableoid::regclass, * FROM fruit ORDER BY fruit COLLATE "C";
+
 DROP SCHEMA goc CASCADE;

@@ -258,7 +258,49 @@ SELECT * FROM t_enum WHERE k = 'ok';
 EXPLAIN (COSTS OFF) SELECT k FROM t_enum WHERE k > 'sad' ORDER BY k;
 SELECT k FROM t_enum WHERE k > 'sad' ORDER BY k;
 
--- The operator class each index got by default.
+-- The pattern classes (version 1.7), as btree's: byte order whatever the
+-- collation (~<~ and the like, and "ORDER BY ... USING ~<~"), with "=" as
+-- the equality.
+CREATE TABLE t_text_pattern (k text, v text);
+CREATE UNIQUE INDEX t_text_pattern_k ON t_text_pattern USING gunique (k text_pattern_ops);
+INSERT INTO t_text_pattern VALUES ('alpha', 'a'), ('Beta', 'b'), ('beta', 'b2'), ('Zeta', 'z');
+INSERT INTO t_text_pattern VALUES ('Beta', 'dup');
+\echo :LAST_ERROR_SQLSTATE
+EXPLAIN (COSTS OFF) SELECT * FROM t_text_pattern WHERE k = 'beta';
+SELECT * FROM t_text_pattern WHERE k = 'beta';
+EXPLAIN (COSTS OFF) SELECT k FROM t_text_pattern WHERE k ~>=~ 'B' AND k ~<~ 'b' ORDER BY k USING ~<~;
+SELECT k FROM t_text_pattern WHERE k ~>=~ 'B' AND k ~<~ 'b' ORDER BY k USING ~<~;
+
+-- varchar_pattern_ops, the same family's class for varchar columns
+CREATE TABLE t_varchar_pattern (k varchar(10), v text);
+CREATE UNIQUE INDEX t_varchar_pattern_k ON t_varchar_pattern USING gunique (k varchar_pattern_ops);
+INSERT INTO t_varchar_pattern VALUES ('alpha', 'a'), ('Beta', 'b');
+INSERT INTO t_varchar_pattern VALUES ('alpha', 'dup');
+\echo :LAST_ERROR_SQLSTATE
+EXPLAIN (COSTS OFF) SELECT * FROM t_varchar_pattern WHERE k = 'alpha';
+SELECT * FROM t_varchar_pattern WHERE k = 'alpha';
+
+-- bpchar_pattern_ops: trailing blanks are insignificant, as for "="
+CREATE TABLE t_bpchar_pattern (k char(5), v text);
+CREATE UNIQUE INDEX t_bpchar_pattern_k ON t_bpchar_pattern USING gunique (k bpchar_pattern_ops);
+INSERT INTO t_bpchar_pattern VALUES ('ab', 'a'), ('Cd', 'c');
+INSERT INTO t_bpchar_pattern VALUES ('ab   ', 'dup');
+\echo :LAST_ERROR_SQLSTATE
+EXPLAIN (COSTS OFF) SELECT * FROM t_bpchar_pattern WHERE k = 'ab';
+SELECT * FROM t_bpchar_pattern WHERE k = 'ab';
+EXPLAIN (COSTS OFF) SELECT k FROM t_bpchar_pattern WHERE k ~<~ 'ab' ORDER BY k USING ~<~;
+SELECT k FROM t_bpchar_pattern WHERE k ~<~ 'ab' ORDER BY k USING ~<~;
+
+-- varchar_ops, text_ops's class for varchar columns, named
+CREATE TABLE t_varchar_ops (k varchar(10), v text);
+CREATE UNIQUE INDEX t_varchar_ops_k ON t_varchar_ops USING gunique (k varchar_ops);
+INSERT INTO t_varchar_ops VALUES ('alpha', 'a'), ('beta', 'b');
+INSERT INTO t_varchar_ops VALUES ('beta', 'dup');
+\echo :LAST_ERROR_SQLSTATE
+EXPLAIN (COSTS OFF) SELECT * FROM t_varchar_ops WHERE k = 'beta';
+SELECT * FROM t_varchar_ops WHERE k = 'beta';
+
+-- The operator class of each index: its type's default, or the one named.
 SELECT c.relname AS index, a.attname AS column, format_type(a.atttypid, a.atttypmod) AS type,
        opc.opcname, opf.opfname, am.amname
 FROM pg_index i
@@ -445,6 +487,40 @@ JOIN pg_index i ON i.indexrelid = c.oid
 JOIN pg_attribute a ON a.attrelid = i.indrelid AND a.attnum = i.indkey[0]
 WHERE c.relnamespace = 'gu_opclass'::regnamespace AND am.amname = 'gunique'
 ORDER BY c.relname COLLATE "C";
+
+--
+-- A comparison function must be written in C: gunique calls it under a key
+-- lock, which holds off cancellation and which other inserters wait on
+-- (src/README, invariant 4), where one that runs SQL could wait forever.
+-- One in SQL is refused by CREATE INDEX, on a partitioned table, on its
+-- top alone and on a table that is not partitioned.  An index whose
+-- function is replaced by one in PL/pgSQL afterwards takes no insert that
+-- must look in another partition; queries, which hold no key lock while
+-- they compare, still serve.
+--
+CREATE FUNCTION sql_int4cmp(int, int) RETURNS int LANGUAGE sql IMMUTABLE STRICT
+	AS $$ SELECT btint4cmp($1, $2) $$;
+CREATE OPERATOR CLASS sql_int4_ops FOR TYPE int USING gunique AS
+	OPERATOR 1 <, OPERATOR 2 <=, OPERATOR 3 =, OPERATOR 4 >=, OPERATOR 5 >,
+	FUNCTION 1 sql_int4cmp(int, int);
+CREATE TABLE t_cmp (k int, p int) PARTITION BY LIST (p);
+CREATE TABLE t_cmp_0 PARTITION OF t_cmp FOR VALUES IN (0);
+CREATE TABLE t_cmp_1 PARTITION OF t_cmp FOR VALUES IN (1);
+CREATE UNIQUE INDEX ON t_cmp USING gunique (k sql_int4_ops);
+CREATE UNIQUE INDEX ON ONLY t_cmp USING gunique (k sql_int4_ops);
+CREATE UNIQUE INDEX ON t_cmp_0 USING gunique (k sql_int4_ops);
+CREATE FUNCTION c_int4cmp(int, int) RETURNS int LANGUAGE internal IMMUTABLE STRICT
+	AS 'btint4cmp';
+CREATE OPERATOR CLASS c_int4_ops FOR TYPE int USING gunique AS
+	OPERATOR 1 <, OPERATOR 2 <=, OPERATOR 3 =, OPERATOR 4 >=, OPERATOR 5 >,
+	FUNCTION 1 c_int4cmp(int, int);
+CREATE UNIQUE INDEX t_cmp_k ON t_cmp USING gunique (k c_int4_ops);
+INSERT INTO t_cmp VALUES (1, 0), (2, 1);
+CREATE OR REPLACE FUNCTION c_int4cmp(int, int) RETURNS int LANGUAGE plpgsql
+	IMMUTABLE STRICT AS $$ BEGIN RETURN btint4cmp($1, $2); END $$;
+INSERT INTO t_cmp VALUES (3, 0);
+SELECT * FROM t_cmp WHERE k = 2;
+DROP TABLE t_cmp;
 
 RESET enable_seqscan;
 RESET enable_bitmapscan;

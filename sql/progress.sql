@@ -2,6 +2,8 @@
 -- pg_stat_progress_create_index during the check across partitions, seen
 -- from inside it: the comparison function of an operator class made for this
 -- test reads the backend's own report each time the merge compares keys.
+-- gunique takes comparison functions written in C only, so it is the test
+-- module's gunique_test_cmp (t/pause), which calls gunique_test_cmp_hook().
 --
 SET client_min_messages = warning;
 CREATE EXTENSION IF NOT EXISTS gunique;
@@ -9,7 +11,12 @@ RESET client_min_messages;
 CREATE SCHEMA gp;
 SET search_path = gp, public;
 
-CREATE FUNCTION progress_cmp(int, int) RETURNS int LANGUAGE plpgsql AS $$
+\getenv abs_builddir PG_ABS_BUILDDIR
+\getenv dlsuffix PG_DLSUFFIX
+\set test_module :abs_builddir '/../t/pause/gunique_test_pause' :dlsuffix
+CREATE FUNCTION progress_cmp(int, int) RETURNS int
+	AS :'test_module', 'gunique_test_cmp' LANGUAGE C IMMUTABLE STRICT;
+CREATE FUNCTION gunique_test_cmp_hook() RETURNS void LANGUAGE plpgsql AS $$
 DECLARE
 	r record;
 BEGIN
@@ -22,7 +29,6 @@ BEGIN
 		RAISE NOTICE '% on %: %, % (% of % blocks)',
 			r.command, r.idx, r.tab, r.phase, r.blocks_done, r.blocks_total;
 	END IF;
-	RETURN btint4cmp($1, $2);
 END
 $$;
 CREATE OPERATOR CLASS progress_ops FOR TYPE int USING gunique AS

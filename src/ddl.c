@@ -37,6 +37,11 @@
  *	 TABLE ... REFERENCES runs one): gunique indexes are kept out of their
  *	 way when a btree index can serve them (fkey.c).
  *
+ * A new gunique index is refused where btree would refuse its operator
+ * classes (gunique_ddl_check_index): the pattern classes under a
+ * nondeterministic collation; and where a key column's comparison function
+ * is not written in C, since gunique calls it under a key lock.
+ *
  * An object access hook frees the shared-memory summary and key filter of
  * a leaf index that is dropped (summary.c).
  *
@@ -48,13 +53,17 @@
  */
 #include "postgres.h"
 
+#include "access/genam.h"
+#include "access/nbtree.h"
 #include "access/xact.h"
 #include "catalog/index.h"
 #include "catalog/namespace.h"
 #include "catalog/objectaccess.h"
 #include "catalog/pg_class.h"
 #include "catalog/pg_database.h"
+#include "catalog/pg_index.h"
 #include "catalog/pg_inherits.h"
+#include "catalog/pg_opclass.h"
 #include "commands/event_trigger.h"
 #include "commands/tablecmds.h"
 #include "miscadmin.h"
@@ -62,7 +71,10 @@
 #include "storage/lmgr.h"
 #include "tcop/utility.h"
 #include "utils/acl.h"
+#include "utils/fmgroids.h"
 #include "utils/lsyscache.h"
+#include "utils/regproc.h"
+#include "utils/rel.h"
 #include "utils/syscache.h"
 
 #include "builder.h"
@@ -70,6 +82,7 @@
 #include "ddl.h"
 #include "fkey.h"
 #include "gunique.h"
+#include "keymap.h"
 #include "merge.h"
 #include "probescan.h"
 #include "scope.h"
@@ -281,6 +294,85 @@ check_gunique_index_stmt(IndexStmt *stmt)
 				 errhint("Use CREATE UNIQUE INDEX, or access method \"btree\" for a non-unique index.")));
 }
 
+/* The name of the operator class of key column i of an index. */
+static char *
+column_opclass_name(Relation index, int i)
+{
+	bool		isnull;
+	Datum		d = SysCacheGetAttr(INDEXRELID, index->rd_indextuple,
+									Anum_pg_index_indclass, &isnull);
+	Oid			opclass = ((oidvector *) DatumGetPointer(d))->values[i];
+	HeapTuple	tuple = SearchSysCache1(CLAOID, ObjectIdGetDatum(opclass));
+	char	   *name;
+
+	Assert(!isnull);
+	if (!HeapTupleIsValid(tuple))
+		elog(ERROR, "cache lookup failed for operator class %u", opclass);
+	name = pstrdup(NameStr(((Form_pg_opclass) GETSTRUCT(tuple))->opcname));
+	ReleaseSysCache(tuple);
+	return name;
+}
+
+/*
+ * The pattern classes compare bytes whatever the collation, while their
+ * equality is "=", which under a nondeterministic collation is not byte
+ * equality: btree's are refused there by index_create, which knows them
+ * by OID, and so are gunique's, known by their comparison functions.
+ */
+static void
+check_pattern_collation(Relation index, int i)
+{
+	Oid			collation = index->rd_indcollation[i];
+	Oid			cmp;
+
+	if (!OidIsValid(collation) || get_collation_isdeterministic(collation))
+		return;
+	cmp = get_opfamily_proc(index->rd_opfamily[i], index->rd_opcintype[i],
+							index->rd_opcintype[i], BTORDER_PROC);
+	if (cmp == F_BTTEXT_PATTERN_CMP || cmp == F_BTBPCHAR_PATTERN_CMP)
+		ereport(ERROR,
+				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+				 errmsg("nondeterministic collations are not supported for operator class \"%s\"",
+						column_opclass_name(index, i))));
+}
+
+/*
+ * A comparison function that is not written in C may run queries, and so
+ * wait for locks or re-enter gunique; gunique calls it under a key lock,
+ * an LWLock that holds off cancellation and that other inserters wait on
+ * (src/README, invariant 4).  An index made before this check, or whose
+ * function was replaced since, is refused at insert instead (probegroup.c).
+ */
+static void
+check_comparison(Relation index, int i)
+{
+	Oid			proc = gunique_key_user_comparison(index, i);
+
+	if (OidIsValid(proc))
+		ereport(ERROR,
+				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+				 errmsg("operator class \"%s\" cannot be used by access method \"%s\"",
+						column_opclass_name(index, i), GUNIQUE_AM_NAME),
+				 errdetail("Its comparison function %s is not written in C.  gunique calls it while other inserters of the key wait on a lock that cannot be cancelled, and a function that runs SQL there could wait forever.",
+						   format_procedure_qualified(proc)),
+				 errhint("Use an operator class whose comparison function is written in C, as those of gunique are.")));
+}
+
+/*
+ * Refuse a new gunique index whose key columns gunique cannot stand
+ * behind: called as each index of a tree is built, and for the top of a
+ * partitioned one, which has no build.
+ */
+void
+gunique_ddl_check_index(Relation index)
+{
+	for (int i = 0; i < IndexRelationGetNumberOfKeyAttributes(index); i++)
+	{
+		check_pattern_collation(index, i);
+		check_comparison(index, i);
+	}
+}
+
 /* The relation a RangeVar names, if it is a partitioned table. */
 static Oid
 partitioned_table_oid(RangeVar *rv, LOCKMODE lockmode)
@@ -348,7 +440,13 @@ create_index(UtilityCall *call)
 
 	topindex = new_nonunique_tree(tableoid);
 	if (OidIsValid(topindex))	/* not if IF NOT EXISTS found one */
+	{
+		Relation	top = index_open(topindex, NoLock);
+
+		gunique_ddl_check_index(top);
+		index_close(top, NoLock);
 		finish_tree(topindex, InvalidOid, InvalidOid);
+	}
 }
 
 /* The top indexes of the gunique trees that cover a table. */

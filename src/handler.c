@@ -123,6 +123,10 @@ gunique_check_build(Relation index, IndexInfo *indexInfo)
 						   RelationGetRelationName(index)),
 				 errhint("Use CREATE UNIQUE INDEX, or access method \"btree\" for a non-unique index.")));
 
+	/* A new index (not a rebuild) must have key columns gunique can serve. */
+	if (index->rd_createSubid != InvalidSubTransactionId)
+		gunique_ddl_check_index(index);
+
 	/* A member of a partitioned gunique index relies on the hooks. */
 	if (index->rd_rel->relispartition && !gunique_preloaded)
 		gunique_report_not_preloaded(GUNIQUE_NEED_BUILD);

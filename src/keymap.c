@@ -24,7 +24,9 @@
  * in order; a NULL column, which conflicts only under NULLS NOT DISTINCT,
  * hashes as a constant there, and a key with one is not hashed otherwise.
  * A key with a column whose equality has no such function is not hashed:
- * its probes search every leaf of the group that can hold it.
+ * its probes search every leaf of the group that can hold it.  Its key
+ * lock is still picked by a hash of the columns that have one (a constant
+ * for the others), which an ON CONFLICT check computes alike.
  *
  *-------------------------------------------------------------------------
  */
@@ -32,11 +34,14 @@
 
 #include "access/hash.h"
 #include "access/htup_details.h"
+#include "access/nbtree.h"
 #include "access/stratnum.h"
 #include "catalog/pg_am.h"
 #include "catalog/pg_amop.h"
 #include "catalog/pg_index.h"
+#include "catalog/pg_language.h"
 #include "catalog/pg_opclass.h"
+#include "catalog/pg_proc.h"
 #include "catalog/pg_type.h"
 #include "utils/catcache.h"
 #include "utils/lsyscache.h"
@@ -217,7 +222,7 @@ keymap_hash_proc(Oid eqop)
  * array's, a range's or a composite's hash their elements (subtype,
  * fields) with theirs, and fail at run time if one has none (money[], a
  * range over a type without hashing): the type cache knows, as it does
- * for hash joins.  The key locks' hash (scope.c) asks too.
+ * for hash joins.
  */
 bool
 gunique_keymap_hashable_type(Oid typid)
@@ -256,6 +261,36 @@ gunique_key_equality(Relation index, int i)
 }
 
 /*
+ * The comparison function (support function 1) of key column i, for the
+ * column's own type, if it is written in another language than C (SQL,
+ * PL/pgSQL, ...): such a function may run queries and wait, and gunique
+ * calls it under a key lock (src/README, invariant 4).  InvalidOid if it
+ * is written in C, as every function of gunique's own operator classes is.
+ */
+Oid
+gunique_key_user_comparison(Relation index, int i)
+{
+	Oid			proc = get_opfamily_proc(index->rd_opfamily[i],
+										 index->rd_opcintype[i],
+										 index->rd_opcintype[i],
+										 BTORDER_PROC);
+	HeapTuple	tuple;
+	Oid			lang;
+
+	if (!OidIsValid(proc))
+		elog(ERROR, "missing support function %d(%u,%u) in opfamily %u",
+			 BTORDER_PROC, index->rd_opcintype[i], index->rd_opcintype[i],
+			 index->rd_opfamily[i]);
+	tuple = SearchSysCache1(PROCOID, ObjectIdGetDatum(proc));
+	if (!HeapTupleIsValid(tuple))
+		elog(ERROR, "cache lookup failed for function %u", proc);
+	lang = ((Form_pg_proc) GETSTRUCT(tuple))->prolang;
+	ReleaseSysCache(tuple);
+	return lang == ClanguageId || lang == INTERNALlanguageId ?
+		InvalidOid : proc;
+}
+
+/*
  * Work out how the index's keys are mapped, with the hash functions'
  * lookup data in "cxt".  Reads the catalogs: not under a key lock.
  */
@@ -269,9 +304,10 @@ gunique_keymap_make(GuniqueKeyMap *map, Relation index, MemoryContext cxt)
 	map->hashed = true;
 	if (OidIsValid(map->rangetype) && map->nkeys == 1)
 		return;					/* hashed by its image */
+	map->hashable = MemoryContextAllocZero(cxt, sizeof(bool) * map->nkeys);
 	map->collation = MemoryContextAllocZero(cxt, sizeof(Oid) * map->nkeys);
 	map->hashfn = MemoryContextAllocZero(cxt, sizeof(FmgrInfo) * map->nkeys);
-	for (int i = 0; i < map->nkeys && map->hashed; i++)
+	for (int i = 0; i < map->nkeys; i++)
 	{
 		Oid			eqop = get_opfamily_member(index->rd_opfamily[i],
 											   index->rd_opcintype[i],
@@ -280,21 +316,35 @@ gunique_keymap_make(GuniqueKeyMap *map, Relation index, MemoryContext cxt)
 		Oid			proc = OidIsValid(eqop) ? keymap_hash_proc(eqop) :
 			InvalidOid;
 
-		map->hashed = OidIsValid(proc) &&
+		map->hashable[i] = OidIsValid(proc) &&
 			gunique_keymap_hashable_type(TupleDescAttr(RelationGetDescr(index),
 													   i)->atttypid);
-		if (map->hashed)
+		if (map->hashable[i])
 		{
 			map->collation[i] = index->rd_indcollation[i];
 			fmgr_info_cxt(proc, &map->hashfn[i], cxt);
 		}
+		else
+			map->hashed = false;
 	}
 }
 
 /* NULL's hash under NULLS NOT DISTINCT: any constant serves. */
 #define KEYMAP_NULL_HASH	UINT64CONST(0x5bd1e9955bd1e995)
 
-/* Map a key of the index (all its key columns). */
+/* The 32 bits of a 64-bit hash that key locks are picked by. */
+static inline uint32
+keymap_fold(uint64 hash)
+{
+	return (uint32) (hash ^ (hash >> 32));
+}
+
+/*
+ * Map a key of the index (all its key columns).  Every key that can
+ * conflict gets a lock hash, from the columns that have a hash function
+ * when not all have one (the others count as one value each): equal keys
+ * share it, and a key without a filter hash takes its key lock by it.
+ */
 void
 gunique_keymap_image(GuniqueKeyImage *image, GuniqueKeyMap *map,
 					 Datum *values, bool *isnull)
@@ -303,6 +353,7 @@ gunique_keymap_image(GuniqueKeyImage *image, GuniqueKeyMap *map,
 
 	image->ordered = image->hashed = false;
 	image->order = image->hash = 0;
+	image->lockhash = 0;
 	if (OidIsValid(map->rangetype) && !isnull[0])
 	{
 		image->ordered = true;
@@ -313,13 +364,12 @@ gunique_keymap_image(GuniqueKeyImage *image, GuniqueKeyMap *map,
 		image->hashed = image->ordered;
 		image->hash = image->hashed ?
 			keymap_range_hash(map->rangetype, values[0]) : 0;
+		image->lockhash = keymap_fold(image->hash);
 		return;
 	}
-	if (!map->hashed)
-		return;
 	for (int i = 0; i < map->nkeys; i++)
 	{
-		uint64		h;
+		uint64		h = 0;
 
 		if (isnull[i])
 		{
@@ -327,13 +377,16 @@ gunique_keymap_image(GuniqueKeyImage *image, GuniqueKeyMap *map,
 				return;			/* conflicts with nothing */
 			h = KEYMAP_NULL_HASH;
 		}
-		else
+		else if (map->hashable[i])
 			h = DatumGetUInt64(FunctionCall2Coll(&map->hashfn[i],
 												 map->collation[i],
 												 values[i],
 												 UInt64GetDatum(i)));
 		hash = gunique_mix64(hash ^ h) + (uint64) i;
 	}
+	image->lockhash = keymap_fold(hash);
+	if (!map->hashed)
+		return;
 	image->hashed = true;
 	image->hash = hash;
 }

@@ -26,9 +26,12 @@ typedef struct GuniqueKeyMap
 	/*
 	 * Per key column, in the memory gunique_keymap_make was given (a
 	 * statement makes one map per partition it inserts into, so they are
-	 * only as long as the key): each column's 64-bit hash function and
-	 * collation, unless the key is one column with a rangetype.
+	 * only as long as the key): whether the column has a 64-bit hash
+	 * function, and that function and the column's collation, unless the
+	 * key is one column with a rangetype.  The key is "hashed" if every
+	 * column has one.
 	 */
+	bool	   *hashable;
 	Oid		   *collation;
 	FmgrInfo   *hashfn;
 } GuniqueKeyMap;
@@ -43,10 +46,12 @@ typedef struct GuniqueKeyImage
 	bool		hashed;			/* "hash" is set: filters can hold the key */
 	uint64		order;
 	uint64		hash;
+	uint32		lockhash;		/* see gunique_keymap_lock_hash */
 } GuniqueKeyImage;
 
 extern bool gunique_keymap_hashable_type(Oid typid);
 extern Oid	gunique_key_equality(Relation index, int i);
+extern Oid	gunique_key_user_comparison(Relation index, int i);
 extern void gunique_keymap_make(GuniqueKeyMap *map, Relation index,
 								MemoryContext cxt);
 extern void gunique_keymap_image(GuniqueKeyImage *image, GuniqueKeyMap *map,
@@ -54,14 +59,15 @@ extern void gunique_keymap_image(GuniqueKeyImage *image, GuniqueKeyMap *map,
 extern uint64 gunique_keymap_order(Oid typid, Datum value);
 
 /*
- * The 32 bits of a key's hash that its key lock, upsert lock and pending
- * upsert count are picked by (keylock.c, onconflict.c); 0 for a key
- * without a hash.
+ * The 32 bits that a key's key lock, upsert lock and pending upsert count
+ * are picked by (keylock.c, onconflict.c): of its hash, or for a key
+ * without one, of the hashes of those of its columns that have a hash
+ * function (0 if none has).  Equal keys share it, whoever maps them.
  */
 static inline uint32
 gunique_keymap_lock_hash(GuniqueKeyImage *image)
 {
-	return image->hashed ? (uint32) (image->hash ^ (image->hash >> 32)) : 0;
+	return image->lockhash;
 }
 
 /* Does the map give keys any image at all? */

@@ -880,14 +880,11 @@ conflict_check_key(ConflictCheckState *state, CheckedIndex *ci,
 
 		/*
 		 * Counted as pending: an inserter of the key that had not seen the
-		 * count has its entry in by the time its key lock is free (a key
-		 * without a hash takes a key lock this check cannot name: every
-		 * lock, then).  The lookup then finds it, or it waits for us.
+		 * count has its entry in by the time its key lock, which the key's
+		 * lock hash names whether the key has a hash or not, is free.  The
+		 * lookup then finds it, or it waits for us.
 		 */
-		if (image.hashed)
-			gunique_keylock_wait_out(ci->top, hash);
-		else
-			gunique_keylock_barrier();
+		gunique_keylock_wait_out(ci->top, hash);
 		if (!gunique_lookup_reader_find(ci->reader, values, isnull, &hit))
 			return CHECK_CLEAR;
 	}

@@ -94,40 +94,6 @@ key_has_distinct_null(ProbeGroup *pg, bool *isnull)
 	return false;
 }
 
-static uint32
-key_hash(ProbeGroup *pg, Datum *values, bool *isnull)
-{
-	uint32		hash = 0;
-
-	for (int i = 0; i < pg->nkeys; i++)
-	{
-		uint32		h = 0;
-
-		if (!isnull[i] && pg->hashable[i])
-			h = DatumGetUInt32(FunctionCall1Coll(&pg->hashfn[i],
-												 pg->collation[i],
-												 values[i]));
-		hash = (hash << 1 | hash >> 31) ^ h;
-	}
-	return hash;
-}
-
-/*
- * The hash the key lock is picked by: equal keys, equal hashes.  A key the
- * key map hashed (keymap.c, with each column's hash consistent with its
- * equality) reuses that hash; every inserter into the tree maps keys alike,
- * so equal keys never take different locks.  Otherwise each hashable
- * column's own hash function.
- */
-static uint32
-probe_lock_hash(ProbeGroup *pg, GuniqueKeyImage *key, Datum *values,
-				bool *isnull)
-{
-	if (key->hashed)
-		return gunique_keymap_lock_hash(key);
-	return key_hash(pg, values, isnull);
-}
-
 /*
  * A duplicate in the inserter's own partition reads exactly as nbtree's
  * report; one in another partition names that partition.  The key and the
@@ -805,9 +771,7 @@ probe_others(GuniqueProbe *probe, bool indexUnchanged, GuniqueKeyImage *key,
 		own = probe_own_scan(pg, probe->index, probe->heap, indexUnchanged);
 		probe->pg = pg;
 		probe->keylock = gunique_keylock_for(pg->topindex,
-											 probe_lock_hash(pg, key,
-															 probe->values,
-															 probe->isnull));
+											 gunique_keymap_lock_hash(key));
 
 		LWLockAcquire(probe->keylock, LW_EXCLUSIVE);
 		if (probe_keeps_key(pg, own, probe->values, probe->isnull,

@@ -29,11 +29,13 @@
 #include "storage/lmgr.h"
 #include "utils/hsearch.h"
 #include "utils/memutils.h"
+#include "utils/regproc.h"
 #include "utils/rel.h"
 #include "utils/relcache.h"
 #include "utils/syscache.h"
 
 #include "compat.h"
+#include "keymap.h"
 #include "probegroup.h"
 #include "probescan.h"
 #include "scope.h"
@@ -65,17 +67,6 @@ group_set_key(ProbeGroup *pg, GuniqueScope *scope)
 	pg->topindex = scope->topindex;
 	pg->nkeys = scope->nkeys;
 	pg->nulls_not_distinct = scope->nulls_not_distinct;
-	pg->collation = palloc(sizeof(Oid) * scope->nkeys);
-	pg->hashable = palloc(sizeof(bool) * scope->nkeys);
-	pg->hashfn = palloc(sizeof(FmgrInfo) * scope->nkeys);
-	for (int i = 0; i < scope->nkeys; i++)
-	{
-		pg->collation[i] = scope->collation[i];
-		pg->hashable[i] = scope->hashable[i];
-		if (scope->hashable[i])
-			fmgr_info_copy(&pg->hashfn[i], &scope->hashfn[i],
-						   pg->stmt->cxt);
-	}
 }
 
 /*
@@ -439,6 +430,32 @@ group_fill(ProbeGroup *pg, Relation index, GuniqueScope *scope,
 }
 
 /*
+ * A probe calls the key's comparison function under the key lock, where a
+ * function that runs SQL could wait forever, uncancellable, or take the
+ * lock again (src/README, invariant 4).  CREATE INDEX refuses such a
+ * function (ddl.c); a tree made before it did, or whose function was
+ * replaced since, takes no insert that must probe.  Asked of the syscache
+ * as each statement makes its group, so a replaced function is seen.
+ */
+static void
+refuse_user_comparison(Relation index)
+{
+	for (int i = 0; i < IndexRelationGetNumberOfKeyAttributes(index); i++)
+	{
+		Oid			proc = gunique_key_user_comparison(index, i);
+
+		if (OidIsValid(proc))
+			ereport(ERROR,
+					(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+					 errmsg("cannot insert into index \"%s\"",
+							RelationGetRelationName(index)),
+					 errdetail("The comparison function %s of its key is not written in C.  gunique calls it while other inserters of the key wait on a lock that cannot be cancelled, and a function that runs SQL there could wait forever.",
+							   format_procedure_qualified(proc)),
+					 errhint("Give the operator class a comparison function written in C, or drop the index.")));
+	}
+}
+
+/*
  * (Re)make the statement's group of a leaf index: light if it can be and
  * "light_ok", else whole.  A rebuilt group's old arrays may be shared:
  * the statement's memory frees them.
@@ -463,9 +480,12 @@ group_build(InsertCache *cache, Relation index, bool skip_self,
 		scope = gunique_scope_for_leaf(index, &place, GUNIQUE_LOCK_NONE);
 		light = light_ok && group_light_possible(&place);
 		if (place.count > (skip_self ? 0 : 1))
+		{
+			refuse_user_comparison(index);
 			scope = gunique_scope_for_leaf(index, &place,
 										   light ? GUNIQUE_LOCK_INNER :
 										   GUNIQUE_LOCK_ALL);
+		}
 		generation = gunique_scope_generation();
 
 		gunique_probescan_enter(stmt, &cxt);

@@ -102,15 +102,9 @@ typedef struct ProbeGroup
 	/* A light group's leaves by tag, or NULL (see LightLeaves) */
 	struct LightLeaves *ll;
 
-	/*
-	 * The key, as in GuniqueScope; the arrays have one element per key
-	 * column (a statement makes a group per partition it inserts into).
-	 */
+	/* The key, as in GuniqueScope. */
 	int			nkeys;
 	bool		nulls_not_distinct;
-	Oid		   *collation;
-	bool	   *hashable;
-	FmgrInfo   *hashfn;
 } ProbeGroup;
 
 extern ProbeGroup *gunique_probegroup_for(IndexInfo *indexInfo,

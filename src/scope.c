@@ -570,37 +570,12 @@ scope_create_hashes(void)
 							 HASH_ELEM | HASH_BLOBS | HASH_CONTEXT);
 }
 
-/*
- * The tree's key, as a probe hashes and compares it.  Its catalog lookups
- * may process invalidations: done while the tree is walked, in the walk's
- * memory.
- */
+/* The tree's key, as a probe compares it. */
 static void
-scope_fill_key(GuniqueScope *scope, Relation index, MemoryContext cxt)
+scope_fill_key(GuniqueScope *scope, Relation index)
 {
 	scope->nkeys = IndexRelationGetNumberOfKeyAttributes(index);
 	scope->nulls_not_distinct = index->rd_index->indnullsnotdistinct;
-	for (int i = 0; i < scope->nkeys; i++)
-	{
-		Oid			eqop;
-		RegProcedure lhs_hash;
-		RegProcedure rhs_hash;
-
-		eqop = gunique_key_equality(index, i);
-		scope->collation[i] = index->rd_indcollation[i];
-
-		/*
-		 * The key lock is taken on a hash of the key, which must agree with
-		 * the index's equality: equal keys, equal hashes.  A column whose "="
-		 * has no hash function contributes nothing to the hash.
-		 */
-		scope->hashable[i] = get_op_hash_functions(eqop, &lhs_hash, &rhs_hash) &&
-			OidIsValid(lhs_hash) &&
-			gunique_keymap_hashable_type(TupleDescAttr(RelationGetDescr(index),
-													   i)->atttypid);
-		if (scope->hashable[i])
-			fmgr_info_cxt(lhs_hash, &scope->hashfn[i], cxt);
-	}
 }
 
 /*
@@ -707,13 +682,6 @@ scope_install(Oid topindex, TreeWalk *walk, GuniqueScope *key)
 
 	scope->nkeys = key->nkeys;
 	scope->nulls_not_distinct = key->nulls_not_distinct;
-	for (i = 0; i < key->nkeys; i++)
-	{
-		scope->collation[i] = key->collation[i];
-		scope->hashable[i] = key->hashable[i];
-		if (key->hashable[i])
-			fmgr_info_copy(&scope->hashfn[i], &key->hashfn[i], ScopeContext);
-	}
 }
 
 /*
@@ -746,7 +714,7 @@ scope_build(Relation index, Oid top)
 		/* a scope made from the middle of a tree would hide its leaves */
 		Assert(gunique_tree_top(top) == top);
 		walk_tree(top, top, &walk);
-		scope_fill_key(&key, index, buildcxt);
+		scope_fill_key(&key, index);
 	}
 	PG_FINALLY();
 	{

@@ -60,9 +60,6 @@ typedef struct GuniqueScope
 	/* The key, the same for every leaf of the tree. */
 	int			nkeys;
 	bool		nulls_not_distinct;
-	Oid			collation[INDEX_MAX_KEYS];
-	bool		hashable[INDEX_MAX_KEYS];
-	FmgrInfo	hashfn[INDEX_MAX_KEYS]; /* hash consistent with "=" */
 } GuniqueScope;
 
 extern void gunique_scope_init(void);

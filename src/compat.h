@@ -192,4 +192,16 @@ gunique_lock_held_or_stronger(const LOCKTAG *tag, LOCKMODE mode)
 #define gunique_proc_lxid(proc) ((proc)->lxid)
 #endif
 
+/*
+ * PostgreSQL 16 gave build_attrmap_by_name a missing_ok argument; before,
+ * a column missing from indesc was always an error.
+ */
+#if PG_VERSION_NUM >= 160000
+#define gunique_attrmap_by_name(indesc, outdesc) \
+	build_attrmap_by_name((indesc), (outdesc), false)
+#else
+#define gunique_attrmap_by_name(indesc, outdesc) \
+	build_attrmap_by_name((indesc), (outdesc))
+#endif
+
 #endif							/* GUNIQUE_COMPAT_H */

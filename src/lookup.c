@@ -26,6 +26,7 @@
 #include "access/genam.h"
 #include "access/htup_details.h"
 #include "access/nbtree.h"
+#include "access/relation.h"
 #include "access/relscan.h"
 #include "access/table.h"
 #include "access/tableam.h"
@@ -34,6 +35,7 @@
 #include "access/xlog.h"
 #include "catalog/index.h"
 #include "catalog/pg_class.h"
+#include "catalog/pg_inherits.h"
 #include "commands/explain.h"
 #include "executor/executor.h"
 #include "executor/tuptable.h"
@@ -71,12 +73,16 @@
 #include "rebuilds.h"
 #include "scope.h"
 #include "summary.h"
+#include "tree.h"
 
 /* A leaf partition of the table, as the lookup reads it. */
 typedef struct LookupPart
 {
 	Oid			heapoid;
-	Oid			indexoid;		/* its leaf of the gunique tree */
+	Oid			indexoid;		/* its leaf of the gunique tree; for a
+								 * stray, the index found when it is
+								 * locked, or InvalidOid until then */
+	bool		stray;			/* no leaf in the scope: lookup_tree_parts */
 } LookupPart;
 
 /*
@@ -107,6 +113,8 @@ typedef struct LookupTree
 	LookupDescCopy *descs;		/* what their descriptors said */
 	int			nparts;
 	LookupPart *parts;
+	int			nstrays;
+	int		   *strays;			/* the parts that are strays */
 	Oid			group;			/* the group of every part's leaf, or
 								 * InvalidOid if they differ */
 	int			group_leaves;	/* the group's leaves, in the whole tree */
@@ -260,15 +268,28 @@ lookup_leaf_cmp(const void *a, const void *b)
 	return x < y ? -1 : x > y;
 }
 
-/* Each leaf partition's leaf index, from the scope; by tag. */
+/*
+ * Each leaf partition's leaf index, from the scope; by tag.
+ *
+ * The descriptors and the scope read pg_inherits at different moments, and
+ * a partition the descriptors hold may have no leaf in the scope: an
+ * ATTACH PARTITION that committed after the scope was read (its
+ * invalidations, which flush the scope, are sent after its commit is
+ * visible), or the second transaction of a DETACH ... CONCURRENTLY that
+ * committed after the descriptor was read (the query's partition directory
+ * keeps its descriptors to its end).  Such a partition, a stray, is read all
+ * the same, as a plan made with the descriptors would read it: through an
+ * index found when it is locked (lookup_stray_index), never ruled out by a
+ * summary, which need not hold its keys.
+ */
 static void
-lookup_tree_parts(LookupTree *tree, GuniqueScope *scope, List *leaves,
-				  Relation index)
+lookup_tree_parts(LookupTree *tree, GuniqueScope *scope, List *leaves)
 {
 	GuniqueLeaf *sorted = palloc(sizeof(GuniqueLeaf) * Max(scope->nleaves, 1));
 	int			nsorted = 0;
 	ListCell   *lc;
 	int			i = 0;
+	bool		first = true;
 	MemoryContext oldcxt;
 
 	for (int j = 0; j < scope->nleaves; j++)
@@ -282,6 +303,9 @@ lookup_tree_parts(LookupTree *tree, GuniqueScope *scope, List *leaves,
 									 sizeof(LookupPart) * Max(tree->nparts, 1));
 	tree->wanted = MemoryContextAlloc(tree->cxt,
 									  sizeof(int) * Max(tree->nparts, 1));
+	tree->strays = MemoryContextAlloc(tree->cxt,
+									  sizeof(int) * Max(tree->nparts, 1));
+	tree->nstrays = 0;
 	oldcxt = MemoryContextSwitchTo(tree->cxt);
 	gunique_leaftags_init(&tree->tags, tree->nparts);
 	MemoryContextSwitchTo(oldcxt);
@@ -293,18 +317,18 @@ lookup_tree_parts(LookupTree *tree, GuniqueScope *scope, List *leaves,
 		probe.heapoid = lfirst_oid(lc);
 		leaf = bsearch(&probe, sorted, nsorted, sizeof(GuniqueLeaf),
 					   lookup_leaf_cmp);
+		tree->parts[i].heapoid = probe.heapoid;
+		tree->parts[i].stray = leaf == NULL;
 		if (leaf == NULL)
-			ereport(ERROR,
-					(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
-					 errmsg("partition \"%s\" has no leaf of gunique index \"%s\"",
-							get_rel_name(probe.heapoid),
-							RelationGetRelationName(index)),
-					 errdetail("A lookup by the index's key must read every partition that can hold the key."),
-					 errhint("Check the index with gunique_verify(), and run the query again.")));
-		tree->parts[i].heapoid = leaf->heapoid;
+		{
+			tree->parts[i].indexoid = InvalidOid;
+			tree->strays[tree->nstrays++] = i++;
+			continue;
+		}
 		tree->parts[i].indexoid = leaf->indexoid;
-		if (i == 0 || leaf->group != tree->group)
-			tree->group = i == 0 ? leaf->group : InvalidOid;
+		if (first || leaf->group != tree->group)
+			tree->group = first ? leaf->group : InvalidOid;
+		first = false;
 		gunique_leaftags_add(&tree->tags, i, leaf->heapoid);
 		i++;
 	}
@@ -398,7 +422,7 @@ lookup_tree_make(LookupTree *tree, GuniqueScope *scope,
 		i++;
 	}
 	MemoryContextSwitchTo(old);
-	lookup_tree_parts(tree, scope, leaves, index);
+	lookup_tree_parts(tree, scope, leaves);
 	tree->group_summary = lookup_group_summary(tree->group);
 	lookup_tree_key(tree, index);
 	tree->scope_generation = generation;
@@ -609,7 +633,7 @@ lookup_search(LookupScanState *state, LookupTree *tree, LookupPart *part,
 	bool		found = false;
 
 	/* a range made valid here lets later lookups rule the leaf out */
-	if (!all)
+	if (!all && !part->stray)
 		gunique_summary_prepare(gunique_summary_for(index), heap, index);
 	for (int i = 0; i < nkeys; i++)
 		ScanKeyEntryInitialize(&skeys[i], 0, i + 1, BTEqualStrategyNumber,
@@ -657,18 +681,188 @@ lookup_waited(LookupScanState *state, LookupPart *part)
 		list_member_oid(state->waited, part->indexoid);
 }
 
+/*
+ * Can a row of partition "heap" be read as a row of the table: has it
+ * each of the table's columns, by name, with its type?  A partition has;
+ * a stray, detached since, may have been altered.
+ */
+static bool
+lookup_stray_readable(Relation heap, Relation table)
+{
+	TupleDesc	desc = RelationGetDescr(table);
+
+	for (int i = 0; i < desc->natts; i++)
+	{
+		Form_pg_attribute att = TupleDescAttr(desc, i);
+		Form_pg_attribute its;
+		HeapTuple	tuple;
+		bool		same;
+
+		if (att->attisdropped)
+			continue;
+		tuple = SearchSysCacheAttName(RelationGetRelid(heap),
+									  NameStr(att->attname));
+		if (!HeapTupleIsValid(tuple))
+			return false;
+		its = (Form_pg_attribute) GETSTRUCT(tuple);
+		same = its->atttypid == att->atttypid &&
+			its->atttypmod == att->atttypmod;
+		ReleaseSysCache(tuple);
+		if (!same)
+			return false;
+	}
+	return true;
+}
+
+/*
+ * Is the relation "relid" a partition of "table", at any depth, now (being
+ * detached counts)?  Each level is one read of pg_inherits, as of now.
+ */
+static bool
+lookup_under_table(Oid relid, Relation table)
+{
+	Relation	inherits = table_open(InheritsRelationId, AccessShareLock);
+	bool		under = false;
+
+	while (OidIsValid(relid) && !under)
+	{
+		ScanKeyData key;
+		SysScanDesc scan;
+		HeapTuple	tuple;
+
+		ScanKeyInit(&key, Anum_pg_inherits_inhrelid, BTEqualStrategyNumber,
+					F_OIDEQ, ObjectIdGetDatum(relid));
+		scan = systable_beginscan(inherits, InheritsRelidSeqnoIndexId, true,
+								  NULL, 1, &key);
+		tuple = systable_getnext(scan);
+		relid = HeapTupleIsValid(tuple) ?
+			((Form_pg_inherits) GETSTRUCT(tuple))->inhparent : InvalidOid;
+		systable_endscan(scan);
+		under = relid == RelationGetRelid(table);
+	}
+	table_close(inherits, AccessShareLock);
+	return under;
+}
+
+/*
+ * Does one of the indexes of "heap" hold its rows as the gunique index
+ * would: the index's definition (key, collations, operator families,
+ * predicate, access method), matched as ALTER TABLE ... ATTACH PARTITION
+ * matches a partition's index to its parent's?  Each is locked first.
+ */
+static Oid
+lookup_matching_index(LookupScanState *state, Relation heap)
+{
+	Relation	table = state->css.ss.ss_currentRelation;
+	IndexInfo  *want = BuildIndexInfo(state->index);
+	AttrMap    *attmap = gunique_attrmap_by_name(RelationGetDescr(heap),
+												 RelationGetDescr(table));
+	List	   *indexes = RelationGetIndexList(heap);
+	Oid			result = InvalidOid;
+	ListCell   *lc;
+
+	foreach(lc, indexes)
+	{
+		Oid			indexoid = lfirst_oid(lc);
+		Relation	index;
+		bool		same;
+
+		if (!gunique_is_gunique_index(indexoid))
+			continue;
+		lookup_lock(state, indexoid);
+		index = try_relation_open(indexoid, NoLock);
+		if (index == NULL)
+			continue;			/* dropped concurrently */
+		same = index->rd_index->indisvalid &&
+			CompareIndexInfo(BuildIndexInfo(index), want,
+							 index->rd_indcollation,
+							 state->index->rd_indcollation,
+							 index->rd_opfamily, state->index->rd_opfamily,
+							 attmap);
+		relation_close(index, NoLock);
+		if (same)
+		{
+			result = indexoid;
+			break;
+		}
+	}
+	list_free(indexes);
+	free_attrmap(attmap);
+	return result;
+}
+
+/*
+ * Lock a stray (lookup_tree_parts), then the index to search it through,
+ * and return that index: a leaf attached since the scope was read, or one
+ * detached with its partition since the descriptor was read, which still
+ * holds every row of the partition.  InvalidOid if there is nothing to
+ * search: the partition was dropped, or, for a dirty snapshot (which reads
+ * the tree as it is now), is no longer under the table; such a partition is
+ * not even locked, so that a reader that holds the tree's locks never
+ * waits for an ATTACH of it, which takes them first.  *lost is set if an
+ * MVCC snapshot may see rows in it that cannot be read: the partition
+ * dropped, or altered or without such an index since it was detached.
+ */
+static Oid
+lookup_stray_index(LookupScanState *state, Oid heapoid, bool *lost)
+{
+	Relation	table = state->css.ss.ss_currentRelation;
+	bool		mvcc = IsMVCCSnapshot(state->snapshot);
+	Relation	heap;
+	Oid			result = InvalidOid;
+
+	if (!mvcc && !lookup_under_table(heapoid, table))
+		return InvalidOid;
+	lookup_lock(state, heapoid);
+	heap = try_table_open(heapoid, NoLock);
+	if (heap == NULL)
+	{
+		*lost |= mvcc;
+		return InvalidOid;
+	}
+	if (mvcc || lookup_under_table(heapoid, table))
+	{
+		if (lookup_stray_readable(heap, table))
+			result = lookup_matching_index(state, heap);
+		*lost |= mvcc && !OidIsValid(result);
+	}
+	table_close(heap, NoLock);
+	return result;
+}
+
+/*
+ * A key found nowhere, and a stray partition the query's descriptors hold
+ * that could not be read: a plan made with those descriptors would have
+ * locked it before it could be detached, and read it.
+ */
+static void
+lookup_stray_lost(LookupScanState *state, Oid heapoid)
+{
+	ereport(ERROR,
+			(errcode(ERRCODE_T_R_SERIALIZATION_FAILURE),
+			 errmsg("could not serialize access due to a concurrent detach of a partition"),
+			 errdetail("Partition %u of table \"%s\" was detached, then dropped or changed, after the query read the table's partitions and before the lookup by gunique index \"%s\" read it.",
+					   heapoid,
+					   RelationGetRelationName(state->css.ss.ss_currentRelation),
+					   RelationGetRelationName(state->index)),
+			 errhint("Retry the transaction.")));
+}
+
 /* Ask, at most every LOOKUP_ASK_MS, for the group's filter to be built. */
 static void
 lookup_ask_filter(LookupScanState *state, LookupTree *tree)
 {
 	TimestampTz now = GetCurrentTimestamp();
+	int			c = 0;
 
-	if (tree->nparts == 0 ||
+	while (c < tree->nparts && tree->parts[c].stray)
+		c++;
+	if (c == tree->nparts ||
 		(filters_asked != 0 &&
 		 !TimestampDifferenceExceeds(filters_asked, now, LOOKUP_ASK_MS)))
 		return;
 	filters_asked = now;
-	gunique_builder_request(tree->group, tree->parts[0].indexoid);
+	gunique_builder_request(tree->group, tree->parts[c].indexoid);
 }
 
 /*
@@ -723,7 +917,8 @@ lookup_rule_out(LookupPart *parts, int n, bool *keep, GuniqueKeyImage *image,
 	int			ruled_out = 0;
 
 	for (int c = 0; c < n; c++)
-		summaries[c] = gunique_summary_find(parts[c].indexoid);
+		summaries[c] = parts[c].stray ? NULL :
+			gunique_summary_find(parts[c].indexoid);
 	LWLockAcquire(lock, LW_SHARED);
 	for (int c = 0; c < n; c++)
 	{
@@ -746,7 +941,8 @@ lookup_rule_out(LookupPart *parts, int n, bool *keep, GuniqueKeyImage *image,
 
 /*
  * The parts of the key's tags and subtags (every part if both have every
- * bit), copied out of the tree, which locking may make stale.
+ * bit), and the strays, copied out of the tree, which locking may make
+ * stale.
  */
 static LookupPart *
 lookup_candidates(LookupTree *tree, uint64 tags, uint64 subs, int *n)
@@ -754,6 +950,8 @@ lookup_candidates(LookupTree *tree, uint64 tags, uint64 subs, int *n)
 	LookupPart *parts = palloc(sizeof(LookupPart) * Max(tree->nparts, 1));
 
 	*n = gunique_leaftags_list(&tree->tags, tags, subs, tree->wanted);
+	for (int s = 0; s < tree->nstrays; s++)
+		tree->wanted[(*n)++] = tree->strays[s];
 	for (int c = 0; c < *n; c++)
 		parts[c] = tree->parts[tree->wanted[c]];
 	return parts;
@@ -769,9 +967,10 @@ typedef enum LookupOutcome
 
 /*
  * Look for one key: with "trust", rule out what the summaries can; lock
- * the rest (each index before its table, as probes do), then search them
+ * the rest and the strays (each table before its index), then search them
  * until the row is found.  Without "trust", every partition is searched,
- * and every row kept.
+ * and every row kept.  A key found nowhere, with a stray that could not be
+ * read, is a serialization failure (lookup_stray_lost).
  */
 static LookupOutcome
 lookup_one(LookupScanState *state, Datum *values, bool *isnull, bool trust,
@@ -786,6 +985,7 @@ lookup_one(LookupScanState *state, Datum *values, bool *isnull, bool trust,
 	LookupPart *parts;
 	bool	   *keep;
 	bool		found = false;
+	Oid			lost = InvalidOid;
 	int			n;
 	int			ruled_out;
 
@@ -806,9 +1006,22 @@ lookup_one(LookupScanState *state, Datum *values, bool *isnull, bool trust,
 	for (int c = 0; c < n; c++)
 		if (keep[c])
 		{
+			bool		unread = false;
+
 			/* as PostgreSQL's scans and TRUNCATE do: table, then index */
-			lookup_lock(state, parts[c].heapoid);
-			lookup_lock(state, parts[c].indexoid);
+			if (!parts[c].stray)
+			{
+				lookup_lock(state, parts[c].heapoid);
+				lookup_lock(state, parts[c].indexoid);
+			}
+			else if (!OidIsValid(parts[c].indexoid =
+								 lookup_stray_index(state, parts[c].heapoid,
+													&unread)))
+			{
+				keep[c] = false;
+				if (unread)
+					lost = parts[c].heapoid;
+			}
 		}
 	if (generation != gunique_scope_generation())
 	{
@@ -828,6 +1041,8 @@ lookup_one(LookupScanState *state, Datum *values, bool *isnull, bool trust,
 	}
 	state->ruled_out += ruled_out;
 	/* uniqueness: only a key found nowhere can have lost its row */
+	if (!found && OidIsValid(lost))
+		lookup_stray_lost(state, lost);
 	for (int c = 0; c < n && !found; c++)
 		if (keep[c] && !lookup_waited(state, &parts[c]))
 			lookup_check_storage(state, parts[c].heapoid);
@@ -1189,7 +1404,10 @@ gunique_lookup_reader_begin(Relation table, Relation index, Snapshot snapshot)
 	state->rowcxt = AllocSetContextCreate(CurrentMemoryContext,
 										  "gunique lookup rows",
 										  ALLOCSET_SMALL_SIZES);
-	/* a partition being detached holds its keys until it is gone */
+	/*
+	 * A partition being detached holds its keys until it is gone; one gone
+	 * since the descriptor was read is not searched (lookup_stray_index).
+	 */
 	state->pdir = CreatePartitionDirectory(CurrentMemoryContext, false);
 	return (GuniqueLookupReader *) state;
 }

@@ -105,8 +105,8 @@ _PG_init(void)
 		return;
 
 	DefineCustomIntVariable("gunique.max_summaries",
-							"Sets the number of leaf indexes whose key range gunique keeps in shared memory.",
-							"A probe skips a partition whose key range cannot hold the key; leaves beyond this number are always probed.",
+							"Sets the number of gunique indexes whose key ranges and filters the shared table is sized for.",
+							"A probe skips a partition whose key range cannot hold the key.  Past this number, entries take the shared memory left spare; a leaf without one, once that runs out, is always probed.",
 							&gunique_max_summaries,
 							16384, 0, INT_MAX / 2,
 							PGC_POSTMASTER, 0,

@@ -15,12 +15,14 @@
  *
  * A dropped index's entry is cleared (its filters freed), and an index
  * OID that comes back is reset by its build; a dropped database's entries
- * are removed.  When the table is full, new leaves go without a summary
- * and are always searched.  Summaries live in shared memory: after a clean
- * shutdown they are saved and loaded at the next start (persist.c);
- * otherwise (crash recovery, a standby, promotion) every range is invalid
- * until a probe computes it again with two btree descents, and filters are
- * built again in the background (builder.c).
+ * are removed.  The table is sized for gunique.max_summaries entries and
+ * grows past that into the shared memory left spare; when that runs out,
+ * new leaves go without a summary and are always searched.  Summaries live
+ * in shared memory: after a clean shutdown they are saved and loaded at
+ * the next start (persist.c); otherwise (crash recovery, a standby,
+ * promotion) every range is invalid until a probe computes it again with
+ * two btree descents, and filters are built again in the background
+ * (builder.c).
  *
  *-------------------------------------------------------------------------
  */

@@ -848,6 +848,28 @@ sub finish_action
 	{
 		settle($o, 1) if $o->{pending};
 	}
+	# So too a DDL statement seen waiting that ended on the server before
+	# this one, but whose output comes later: this one may have queued
+	# behind it for a lock when nobody looked (it waited for something
+	# else when it was seen waiting), e.g. an INSERT into a partition whose
+	# TRUNCATE waited for a transaction whose end let both go.
+	my @ddl = grep {
+		$_ != $d && $_->{pending} && !$_->{pending}{ending} && $_->{pending}{waited}
+		  && ($_->{pending}{touch}{ddl} || $_->{pending}{touch}{rebuild} || %{ $_->{pending}{touch}{trunc} })
+	} @sess;
+	if (@ddl)
+	{
+		my %end = map { my ($pid, $state, $at) = split /\|/; $pid => [ $state, $at ] } split /\n/,
+		  ctl_query('SELECT pid, state, extract(epoch FROM state_change) FROM pg_stat_activity WHERE pid IN ('
+			  . join(',', map { $_->{s}{pid} } $d, @ddl) . ')');
+		my $at = $end{ $d->{s}{pid} }[1];
+		for my $o (@ddl)
+		{
+			my ($state, $oat) = @{ $end{ $o->{s}{pid} } // [] };
+			settle($o, 0)
+			  if $o->{pending} && defined $state && $state =~ /^idle/ && defined $at && $oat <= $at;
+		}
+	}
 	delete $d->{pending};
 	my $t = $d->{tx};
 	trace("$d->{s}{name}: -> $st" . ($st ne '00000' ? ' ' . short_err($d->{s}{lasterr}) : ''));

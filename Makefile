@@ -4,35 +4,35 @@ EXTENSION = gunique
 MODULE_big = gunique
 OBJS = \
 	src/gunique.o \
-	src/btread.o \
-	src/persist.o \
-	src/builder.o \
-	src/ddl.o \
-	src/filter.o \
-	src/fkey.o \
-	src/handler.o \
-	src/keepkey.o \
-	src/keyprune.o \
-	src/keylock.o \
-	src/keymap.o \
-	src/leafcheck.o \
-	src/leaftags.o \
-	src/lookup.o \
-	src/lookupplan.o \
-	src/merge.o \
-	src/onconflict.o \
-	src/passnode.o \
-	src/probe.o \
-	src/probegroup.o \
-	src/probescan.o \
-	src/rebuilds.o \
-	src/scope.o \
-	src/stats.o \
-	src/summary.o \
-	src/tree.o \
-	src/verify.o \
-	src/waitgraph.o \
-	src/waiters.o
+	src/admin/leafcheck.o \
+	src/admin/stats.o \
+	src/admin/verify.o \
+	src/am/btread.o \
+	src/am/handler.o \
+	src/am/scope.o \
+	src/am/tree.o \
+	src/ddl/ddl.o \
+	src/ddl/fkey.o \
+	src/ddl/merge.o \
+	src/insert/keepkey.o \
+	src/insert/keylock.o \
+	src/insert/probe.o \
+	src/insert/probegroup.o \
+	src/insert/probescan.o \
+	src/insert/waiters.o \
+	src/locate/builder.o \
+	src/locate/filter.o \
+	src/locate/keymap.o \
+	src/locate/leaftags.o \
+	src/locate/persist.o \
+	src/locate/rebuilds.o \
+	src/locate/summary.o \
+	src/read/keyprune.o \
+	src/read/lookup.o \
+	src/read/lookupplan.o \
+	src/read/passnode.o \
+	src/upsert/onconflict.o \
+	src/upsert/waitgraph.o
 
 DATA = gunique--1.0.sql gunique--1.0--1.1.sql gunique--1.1--1.2.sql \
 	gunique--1.2--1.3.sql gunique--1.3--1.4.sql gunique--1.4--1.5.sql gunique--1.5--1.6.sql \
@@ -70,7 +70,7 @@ clean-pause:
 # PGXS tracks no header dependencies unless the server was configured with
 # --enable-depend: rebuild every object when any of our headers changes,
 # rather than link objects compiled against an older struct layout.
-$(OBJS): $(wildcard $(srcdir)/src/*.h)
+$(OBJS): $(wildcard $(srcdir)/src/*.h $(srcdir)/src/*/*.h)
 
 # The benchmark suite, on demand and never in CI (bench/README.md), against
 # the gunique installed in $(PG_CONFIG)'s PostgreSQL:

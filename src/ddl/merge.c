@@ -1,0 +1,862 @@
+/*-------------------------------------------------------------------------
+ *
+ * merge.c
+ *	  The CREATE / ATTACH check: one merge of the leaves' sorted keys.
+ *
+ * A k-way merge of every leaf's entries in index order, a leaf page at a
+ * time through a ring of buffers (btread.c), finds every key that two live
+ * rows share, across partitions and within one; see src/README, "The
+ * merge".  The keys it reads fill the leaves' and the tree's key filters
+ * (summary.c).
+ *
+ * The caller must hold a lock that keeps writers out of every leaf for the
+ * duration of the check; gunique_check_tree takes ShareLock on each leaf
+ * table itself, which CREATE INDEX already holds.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "access/genam.h"
+#include "access/relscan.h"
+#include "access/table.h"
+#include "access/tableam.h"
+#include "catalog/index.h"
+#include "catalog/partition.h"
+#include "catalog/pg_index.h"
+#include "catalog/pg_inherits.h"
+#include "commands/progress.h"
+#include "executor/tuptable.h"
+#include "lib/binaryheap.h"
+#include "pgstat.h"
+#include "storage/lmgr.h"
+#include "utils/backend_status.h"
+#include "utils/datum.h"
+#include "utils/lsyscache.h"
+#include "utils/memutils.h"
+#include "utils/rel.h"
+#include "utils/snapmgr.h"
+#include "utils/sortsupport.h"
+
+#include "compat.h"
+#include "am/btread.h"
+#include "am/scope.h"
+#include "ddl/merge.h"
+#include "locate/summary.h"
+
+/*
+ * A leaf's entries in index order, read a page at a time: each leaf page is
+ * copied under a share lock and its entries are then read from the copy
+ * without holding any buffer, while the check's ShareLock keeps writers
+ * (and VACUUM) away from the leaf.
+ */
+typedef struct MergeCursor
+{
+	Relation	heap;
+	Relation	index;
+	IndexFetchTableData *fetch;
+	TupleTableSlot *slot;
+	bool		skip;			/* holds nothing the merge needs */
+
+	/* The leaf level, read through the merge's ring of buffers. */
+	GuniqueBtReader reader;
+	IndexTuple	posting;		/* entry whose heap TIDs are being read */
+	int			nposting;
+	int			iposting;
+
+	/* With a range (ATTACH), entries outside it are passed over. */
+	bool		bounded;
+	Datum		first;			/* first key column, index order */
+	Datum		last;
+
+	/* Pages of the leaf (metapage aside), pages read, and where to count. */
+	BlockNumber npages;
+	BlockNumber nread;
+	int64	   *blocks_done;	/* the merge's count, or NULL: no report */
+
+	/* The current entry. */
+	ItemPointerData tid;
+	Datum		values[INDEX_MAX_KEYS];
+	bool		isnull[INDEX_MAX_KEYS];
+} MergeCursor;
+
+typedef struct MergeState
+{
+	int			nkeys;
+	bool		nulls_not_distinct;
+	SortSupportData ssup[INDEX_MAX_KEYS];	/* index order of each column */
+	int16		typlen[INDEX_MAX_KEYS];
+	bool		typbyval[INDEX_MAX_KEYS];
+	int			ncursors;
+	MergeCursor *cursors;
+
+	/* The current run of equal keys. */
+	MemoryContext runcxt;		/* holds the run's key, if copied */
+	bool		runcopied;		/* runcxt holds something */
+	bool		inrun;
+	Datum		runvalues[INDEX_MAX_KEYS];
+	bool		runisnull[INDEX_MAX_KEYS];
+	struct MergeEntry *run;		/* the run's entries */
+	int			nrun;
+	int			maxrun;
+
+	/* The key filters filled from the leaves read whole, or NULL. */
+	GuniqueSummaryMerge *summaries;
+
+	/* Visibility of the rows behind equal keys. */
+	Snapshot	snapshot;
+
+	/* Reporting to pg_stat_progress_create_index? */
+	bool		progress;
+	int64		blocks_done;
+
+	/* What was found. */
+	int64		nduplicates;
+	GuniqueDuplicateCallback callback;
+	void	   *callback_arg;
+} MergeState;
+
+typedef struct MergeEntry
+{
+	int			cursor;
+	ItemPointerData tid;
+} MergeEntry;
+
+static void
+merge_state_init(MergeState *state, Relation index)
+{
+	state->nkeys = IndexRelationGetNumberOfKeyAttributes(index);
+	state->nulls_not_distinct = index->rd_index->indnullsnotdistinct;
+	for (int i = 0; i < state->nkeys; i++)
+	{
+		Form_pg_attribute att = TupleDescAttr(RelationGetDescr(index), i);
+
+		gunique_bt_sortsupport(&state->ssup[i], index, i);
+		state->typlen[i] = att->attlen;
+		state->typbyval[i] = att->attbyval;
+	}
+	state->runcxt = AllocSetContextCreate(CurrentMemoryContext,
+										  "gunique merge run",
+										  ALLOCSET_SMALL_SIZES);
+	state->maxrun = 16;
+	state->run = palloc(sizeof(MergeEntry) * state->maxrun);
+}
+
+/* Compare two keys in index order (NULLs compare equal to each other). */
+static int
+merge_compare_keys(MergeState *state, Datum *v1, bool *n1, Datum *v2, bool *n2)
+{
+	for (int i = 0; i < state->nkeys; i++)
+	{
+		int			c = ApplySortComparator(v1[i], n1[i], v2[i], n2[i],
+											&state->ssup[i]);
+
+		if (c != 0)
+			return c;
+	}
+	return 0;
+}
+
+/* binaryheap keeps its largest element first: order cursors by key, reversed. */
+static int
+merge_heap_cmp(Datum a, Datum b, void *arg)
+{
+	MergeState *state = (MergeState *) arg;
+	MergeCursor *ca = &state->cursors[DatumGetInt32(a)];
+	MergeCursor *cb = &state->cursors[DatumGetInt32(b)];
+
+	return -merge_compare_keys(state, ca->values, ca->isnull,
+							   cb->values, cb->isnull);
+}
+
+/* Count the pages the reader has read since last asked, for the report. */
+static void
+merge_cursor_count_pages(MergeCursor *cursor)
+{
+	BlockNumber read = cursor->reader.pages_read;
+
+	if (read == cursor->nread)
+		return;
+	if (cursor->blocks_done != NULL)
+	{
+		*cursor->blocks_done += read - cursor->nread;
+		pgstat_progress_update_param(PROGRESS_SCAN_BLOCKS_DONE,
+									 *cursor->blocks_done);
+	}
+	cursor->nread = read;
+}
+
+/* Where is the entry against the cursor's range? -1 before, 1 after. */
+static int
+merge_cursor_in_range(MergeState *state, MergeCursor *cursor)
+{
+	SortSupport ssup = &state->ssup[0];
+
+	if (!cursor->bounded)
+		return 0;
+	if (ApplySortComparator(cursor->values[0], cursor->isnull[0],
+							cursor->first, false, ssup) < 0)
+		return -1;
+	if (ApplySortComparator(cursor->values[0], cursor->isnull[0],
+							cursor->last, false, ssup) > 0)
+		return 1;
+	return 0;
+}
+
+/* Step a cursor to its leaf's next entry; false at the end of the leaf. */
+static bool
+merge_cursor_next(MergeState *state, MergeCursor *cursor)
+{
+	TupleDesc	desc = RelationGetDescr(cursor->index);
+
+	for (;;)
+	{
+		IndexTuple	itup;
+		int			where;
+
+		/* One entry per heap TID of a posting list tuple. */
+		if (cursor->posting != NULL &&
+			cursor->iposting < cursor->nposting)
+		{
+			cursor->tid = *gunique_bt_tuple_tid(cursor->posting,
+												cursor->iposting++);
+			return true;
+		}
+		cursor->posting = NULL;
+
+		itup = gunique_bt_reader_next(&cursor->reader);
+		merge_cursor_count_pages(cursor);
+		if (itup == NULL)
+			return false;
+		for (int i = 0; i < state->nkeys; i++)
+			cursor->values[i] = index_getattr(itup, i + 1, desc,
+											  &cursor->isnull[i]);
+		where = merge_cursor_in_range(state, cursor);
+		if (where < 0)
+			continue;
+		if (where > 0)
+			return false;
+		/* every key of a leaf read whole goes into the filters */
+		if (state->summaries != NULL && !cursor->bounded)
+			gunique_summary_merge_key(state->summaries,
+									  cursor - state->cursors,
+									  cursor->values, cursor->isnull);
+		cursor->posting = itup;
+		cursor->nposting = gunique_bt_tuple_ntids(itup);
+		cursor->iposting = 0;
+	}
+}
+
+/*
+ * Start reading the leaf at its first page, or with a range at the page
+ * where its first key would be.
+ */
+static void
+merge_cursor_start(MergeCursor *cursor)
+{
+	bool		found;
+
+	found = cursor->bounded ?
+		gunique_bt_reader_start_at(&cursor->reader, cursor->heap,
+								   cursor->first) :
+		gunique_bt_reader_start(&cursor->reader);
+	merge_cursor_count_pages(cursor);
+	if (!found)
+		cursor->skip = true;	/* the btree is empty */
+}
+
+static void
+merge_cursor_open(MergeCursor *cursor, GuniqueLeaf *leaf, LOCKMODE lockmode,
+				  BufferAccessStrategy strategy)
+{
+	cursor->heap = table_open(leaf->heapoid, lockmode);
+	cursor->index = index_open(leaf->indexoid, AccessShareLock);
+	cursor->fetch = table_index_fetch_begin(cursor->heap);
+	cursor->slot = table_slot_create(cursor->heap, NULL);
+	gunique_bt_reader_init(&cursor->reader, cursor->index, strategy);
+	cursor->npages = RelationGetNumberOfBlocks(cursor->index);
+	if (cursor->npages > 0)
+		cursor->npages--;		/* the metapage is not read */
+}
+
+static void
+merge_cursor_close(MergeCursor *cursor)
+{
+	gunique_bt_reader_end(&cursor->reader);
+	ExecDropSingleTupleTableSlot(cursor->slot);
+	table_index_fetch_end(cursor->fetch);
+	index_close(cursor->index, NoLock);
+	table_close(cursor->heap, NoLock);
+}
+
+/*
+ * ATTACH: the rows already in the tree were unique among themselves, so only
+ * keys equal to a key of the attached leaves matter, and the old leaves need
+ * to be merged only over the range of the attached leaves' first key column.
+ * With keys that follow the partitioning, that range holds none of theirs.
+ */
+typedef struct MergeRange
+{
+	bool		found;			/* the attached leaves hold a non-NULL key */
+	Datum		first;			/* their smallest first column, index order */
+	Datum		last;			/* and their largest */
+} MergeRange;
+
+/* Is the leaf under the table being attached? */
+static bool
+leaf_is_attached(GuniqueLeaf *leaf, Oid attached)
+{
+	List	   *ancestors;
+	bool		result;
+
+	if (leaf->heapoid == attached)
+		return true;
+	ancestors = get_partition_ancestors(leaf->heapoid);
+	result = list_member_oid(ancestors, attached);
+	list_free(ancestors);
+	return result;
+}
+
+/*
+ * Widen the range by a leaf's first non-NULL first column in one direction,
+ * dead entries included.
+ */
+static void
+merge_range_widen(MergeState *state, MergeCursor *cursor, ScanDirection dir,
+				  MergeRange *range)
+{
+	SortSupport ssup = &state->ssup[0];
+	Datum		value;
+
+	if (!gunique_bt_end_key(cursor->heap, cursor->index, dir, &value))
+		return;
+	if (!range->found)
+		range->first = range->last = value;
+	else if (ApplySortComparator(value, false, range->first, false, ssup) < 0)
+		range->first = value;
+	else if (ApplySortComparator(value, false, range->last, false, ssup) > 0)
+		range->last = value;
+	range->found = true;
+}
+
+/*
+ * Limit the old leaves' cursors to the attached leaves' range.  Not with
+ * NULLS NOT DISTINCT, where NULL keys conflict too: then all is merged.
+ */
+static void
+merge_restrict_to_attached(MergeState *state, List *leaves, Oid attached)
+{
+	MergeRange	range = {0};
+	bool	   *isnew = palloc(sizeof(bool) * Max(state->ncursors, 1));
+	ListCell   *lc;
+
+	foreach(lc, leaves)
+	{
+		int			c = foreach_current_index(lc);
+
+		isnew[c] = leaf_is_attached(lfirst(lc), attached);
+		if (isnew[c])
+		{
+			merge_range_widen(state, &state->cursors[c], ForwardScanDirection,
+							  &range);
+			merge_range_widen(state, &state->cursors[c], BackwardScanDirection,
+							  &range);
+		}
+	}
+	for (int c = 0; c < state->ncursors; c++)
+	{
+		MergeCursor *cursor = &state->cursors[c];
+
+		if (isnew[c])
+			continue;
+		if (!range.found)
+		{
+			cursor->skip = true;
+			continue;
+		}
+		cursor->bounded = true;
+		cursor->first = range.first;
+		cursor->last = range.last;
+	}
+	pfree(isnew);
+}
+
+/* Is the row behind this index entry visible to the check's snapshot? */
+static bool
+merge_entry_live(MergeCursor *cursor, ItemPointer tid, Snapshot snapshot)
+{
+	ItemPointerData tmp = *tid;
+	bool		call_again = false;
+	bool		all_dead = false;
+	bool		found;
+
+	found = table_index_fetch_tuple(cursor->fetch, &tmp, snapshot,
+									cursor->slot, &call_again, &all_dead);
+	ExecClearTuple(cursor->slot);
+	return found;
+}
+
+/* A run of equal keys has ended: is it a duplicate? */
+static void
+merge_close_run(MergeState *state)
+{
+	MergeCursor *holders[2] = {NULL, NULL};
+	int			nlive = 0;
+
+	if (state->nrun < 2)
+		return;
+
+	for (int i = 0; i < state->nrun; i++)
+	{
+		MergeEntry *entry = &state->run[i];
+		MergeCursor *cursor = &state->cursors[entry->cursor];
+
+		if (!merge_entry_live(cursor, &entry->tid, state->snapshot))
+			continue;
+		if (nlive < 2)
+			holders[nlive] = cursor;
+		if (++nlive >= 2)
+			break;
+	}
+	if (nlive < 2)
+		return;
+
+	state->nduplicates++;
+	state->callback(state->callback_arg, holders[0]->index,
+					state->runvalues, state->runisnull,
+					holders[0]->heap, holders[1]->heap);
+}
+
+/* Can two equal-comparing keys conflict?  Not if NULLs are distinct. */
+static bool
+merge_key_can_conflict(MergeState *state, bool *isnull)
+{
+	if (state->nulls_not_distinct)
+		return true;
+	for (int i = 0; i < state->nkeys; i++)
+		if (isnull[i])
+			return false;
+	return true;
+}
+
+/* Start a run of equal keys with the cursor's key. */
+static void
+merge_start_run(MergeState *state, MergeCursor *cursor)
+{
+	if (state->runcopied)
+		MemoryContextReset(state->runcxt);
+	state->runcopied = false;
+	for (int i = 0; i < state->nkeys; i++)
+	{
+		state->runisnull[i] = cursor->isnull[i];
+		state->runvalues[i] = cursor->values[i];
+		if (!cursor->isnull[i] && !state->typbyval[i])
+		{
+			MemoryContext oldcxt = MemoryContextSwitchTo(state->runcxt);
+
+			state->runvalues[i] = datumCopy(cursor->values[i], false,
+											state->typlen[i]);
+			MemoryContextSwitchTo(oldcxt);
+			state->runcopied = true;
+		}
+	}
+	state->nrun = 0;
+	state->inrun = true;
+}
+
+/* Take the smallest entry of the merge into the current run. */
+static void
+merge_consume(MergeState *state, int c)
+{
+	MergeCursor *cursor = &state->cursors[c];
+
+	if (!state->inrun ||
+		merge_compare_keys(state, state->runvalues, state->runisnull,
+						   cursor->values, cursor->isnull) != 0 ||
+		!merge_key_can_conflict(state, cursor->isnull))
+	{
+		if (state->inrun)
+			merge_close_run(state);
+		merge_start_run(state, cursor);
+	}
+
+	if (state->nrun == state->maxrun)
+	{
+		state->maxrun *= 2;
+		state->run = repalloc(state->run, sizeof(MergeEntry) * state->maxrun);
+	}
+	state->run[state->nrun].cursor = c;
+	state->run[state->nrun].tid = cursor->tid;
+	state->nrun++;
+}
+
+/* What gunique_check_tree remembers of the first duplicate. */
+typedef struct CheckFirst
+{
+	char	   *key;
+	char	   *holders[2];
+	bool		same;
+} CheckFirst;
+
+static void
+check_remember_first(void *arg, Relation index, Datum *values, bool *isnull,
+					 Relation heap1, Relation heap2)
+{
+	CheckFirst *first = (CheckFirst *) arg;
+
+	if (first->holders[0] != NULL)
+		return;
+	first->key = BuildIndexValueDescription(index, values, isnull);
+	first->holders[0] = pstrdup(RelationGetRelationName(heap1));
+	first->holders[1] = pstrdup(RelationGetRelationName(heap2));
+	first->same = RelationGetRelid(heap1) == RelationGetRelid(heap2);
+}
+
+/*
+ * The detail of check_report's error: the first duplicate key, or "A key"
+ * when the user may not see it, with the partitions that hold it and, when
+ * there are more, how many keys are duplicated in all.  Each variant is one
+ * whole message, for translation.
+ */
+static int
+check_errdetail(CheckFirst *first, int64 nduplicates)
+{
+	const char *key = first->key;
+	const char *p1 = first->holders[0];
+	const char *p2 = first->holders[1];
+	long long	n = (long long) nduplicates;
+
+	if (nduplicates == 1)
+	{
+		if (key == NULL)
+			return first->same ?
+				errdetail("A key is duplicated in partition \"%s\".", p1) :
+				errdetail("A key is duplicated in partitions \"%s\" and \"%s\".",
+						  p1, p2);
+		return first->same ?
+			errdetail("Key %s is duplicated in partition \"%s\".", key, p1) :
+			errdetail("Key %s is duplicated in partitions \"%s\" and \"%s\".",
+					  key, p1, p2);
+	}
+	if (key == NULL)
+		return first->same ?
+			errdetail_plural("A key is duplicated in partition \"%s\"; %lld key is duplicated in all.",
+							 "A key is duplicated in partition \"%s\"; %lld keys are duplicated in all.",
+							 (unsigned long) nduplicates, p1, n) :
+			errdetail_plural("A key is duplicated in partitions \"%s\" and \"%s\"; %lld key is duplicated in all.",
+							 "A key is duplicated in partitions \"%s\" and \"%s\"; %lld keys are duplicated in all.",
+							 (unsigned long) nduplicates, p1, p2, n);
+	return first->same ?
+		errdetail_plural("Key %s is duplicated in partition \"%s\"; %lld key is duplicated in all.",
+						 "Key %s is duplicated in partition \"%s\"; %lld keys are duplicated in all.",
+						 (unsigned long) nduplicates, key, p1, n) :
+		errdetail_plural("Key %s is duplicated in partitions \"%s\" and \"%s\"; %lld key is duplicated in all.",
+						 "Key %s is duplicated in partitions \"%s\" and \"%s\"; %lld keys are duplicated in all.",
+						 (unsigned long) nduplicates, key, p1, p2, n);
+}
+
+static void
+check_report(CheckFirst *first, int64 nduplicates, Relation topindex,
+			 Oid attached)
+{
+	Relation	table = table_open(topindex->rd_index->indrelid, AccessShareLock);
+
+	ereport(ERROR,
+			(errcode(ERRCODE_UNIQUE_VIOLATION),
+			 OidIsValid(attached) ?
+			 errmsg("could not attach partition \"%s\": its keys would violate unique index \"%s\"",
+					get_rel_name(attached), RelationGetRelationName(topindex)) :
+			 errmsg("could not create unique index \"%s\"",
+					RelationGetRelationName(topindex)),
+			 check_errdetail(first, nduplicates),
+			 errtableconstraint(table, RelationGetRelationName(topindex))));
+}
+
+/*
+ * Report the check in pg_stat_progress_create_index, as a build phase of the
+ * top index ("building index: checking uniqueness across partitions"; the
+ * view names the phase through the access method in the report).  No
+ * command is in progress when CREATE INDEX (DefineIndex has ended its own
+ * report) or ATTACH gets here, so the check starts one and ends it after.
+ * Should a CREATE INDEX report be in progress all the same, the check shows
+ * itself in it and leaves it to its owner; any other command's report is
+ * left alone, and the check then reports nothing.  Returns whether the
+ * check reports, and sets *started if it started the command.
+ */
+static bool
+merge_progress_start(Relation topindex, bool *started)
+{
+	const int	params[] = {
+		PROGRESS_CREATEIDX_ACCESS_METHOD_OID,
+		PROGRESS_CREATEIDX_PHASE,
+		PROGRESS_CREATEIDX_SUBPHASE,
+		PROGRESS_SCAN_BLOCKS_TOTAL,
+		PROGRESS_SCAN_BLOCKS_DONE,
+		PROGRESS_CREATEIDX_TUPLES_TOTAL,
+		PROGRESS_CREATEIDX_TUPLES_DONE,
+	};
+	const int64 values[] = {
+		topindex->rd_rel->relam,
+		PROGRESS_CREATEIDX_PHASE_BUILD,
+		GUNIQUE_PHASE_MERGE_CHECK,
+		0, 0, 0, 0,
+	};
+	ProgressCommandType current = MyBEEntry != NULL ?
+		MyBEEntry->st_progress_command : PROGRESS_COMMAND_INVALID;
+
+	*started = false;
+	if (current == PROGRESS_COMMAND_INVALID)
+	{
+		pgstat_progress_start_command(PROGRESS_COMMAND_CREATE_INDEX,
+									  topindex->rd_index->indrelid);
+		pgstat_progress_update_param(PROGRESS_CREATEIDX_COMMAND,
+									 PROGRESS_CREATEIDX_COMMAND_CREATE);
+		pgstat_progress_update_param(PROGRESS_CREATEIDX_INDEX_OID,
+									 RelationGetRelid(topindex));
+		*started = true;
+	}
+	else if (current != PROGRESS_COMMAND_CREATE_INDEX)
+		return false;
+	pgstat_progress_update_multi_param(lengthof(params), params, values);
+	return true;
+}
+
+/*
+ * A cursor is done with its leaf: count the pages it did not read (internal
+ * and deleted pages, or the rest of a leaf read over ATTACH's range only),
+ * so that blocks_done reaches blocks_total when the merge ends.
+ */
+static void
+merge_progress_leaf_done(MergeState *state, MergeCursor *cursor)
+{
+	if (!state->progress || cursor->nread >= cursor->npages)
+		return;
+	state->blocks_done += cursor->npages - cursor->nread;
+	cursor->nread = cursor->npages;
+	pgstat_progress_update_param(PROGRESS_SCAN_BLOCKS_DONE,
+								 state->blocks_done);
+}
+
+/* Report the pages of every leaf as the check's total, before it reads any. */
+static void
+merge_progress_begin(MergeState *state)
+{
+	int64		total = 0;
+
+	if (!state->progress)
+		return;
+	for (int c = 0; c < state->ncursors; c++)
+	{
+		total += state->cursors[c].npages;
+		state->cursors[c].blocks_done = &state->blocks_done;
+	}
+	pgstat_progress_update_param(PROGRESS_SCAN_BLOCKS_TOTAL, total);
+}
+
+/*
+ * Let the leaves read whole, and the tree, get key filters from what the
+ * merge reads (summary.c).  Before the merge starts, "skip" means left out
+ * by ATTACH's range.
+ */
+static void
+merge_fill_begin(MergeState *state, Relation topindex)
+{
+	Relation   *indexes = palloc(sizeof(Relation) * Max(state->ncursors, 1));
+	bool	   *whole = palloc(sizeof(bool) * Max(state->ncursors, 1));
+
+	for (int c = 0; c < state->ncursors; c++)
+	{
+		indexes[c] = state->cursors[c].index;
+		whole[c] = !state->cursors[c].bounded && !state->cursors[c].skip;
+	}
+	state->summaries = gunique_summary_merge_begin(topindex, indexes, whole,
+												   state->ncursors);
+	pfree(indexes);
+	pfree(whole);
+}
+
+/* Merge the cursors' entries in key order. */
+static void
+merge_run(MergeState *state)
+{
+	binaryheap *heap;
+	int64		done = 0;
+
+	merge_progress_begin(state);
+	heap = binaryheap_allocate(Max(state->ncursors, 1), merge_heap_cmp, state);
+	for (int c = 0; c < state->ncursors; c++)
+	{
+		MergeCursor *cursor = &state->cursors[c];
+
+		if (!cursor->skip)
+			merge_cursor_start(cursor);
+		if (!cursor->skip && merge_cursor_next(state, cursor))
+			binaryheap_add_unordered(heap, Int32GetDatum(c));
+		else
+			merge_progress_leaf_done(state, cursor);
+	}
+	binaryheap_build(heap);
+
+	while (!binaryheap_empty(heap))
+	{
+		int			c = DatumGetInt32(binaryheap_first(heap));
+
+		merge_consume(state, c);
+		if (merge_cursor_next(state, &state->cursors[c]))
+			binaryheap_replace_first(heap, Int32GetDatum(c));
+		else
+		{
+			(void) binaryheap_remove_first(heap);
+			merge_progress_leaf_done(state, &state->cursors[c]);
+		}
+
+		if ((++done & 1023) == 0)
+		{
+			if (state->progress)
+				pgstat_progress_update_param(PROGRESS_CREATEIDX_TUPLES_DONE,
+											 done);
+			CHECK_FOR_INTERRUPTS();
+		}
+	}
+	if (state->progress)
+		pgstat_progress_update_param(PROGRESS_CREATEIDX_TUPLES_DONE, done);
+	if (state->inrun)
+		merge_close_run(state);
+	binaryheap_free(heap);
+}
+
+/* gunique_merge_tree, reporting its progress or not. */
+static int64
+merge_tree(Oid topindexoid, LOCKMODE lockmode, Snapshot snapshot,
+		   Oid attached, bool fill_filters,
+		   GuniqueDuplicateCallback callback, void *arg, bool progress)
+{
+	Relation	topindex = index_open(topindexoid, AccessShareLock);
+	List	   *leaves = gunique_tree_leaves(topindexoid);
+	MergeState *state = palloc0(sizeof(MergeState));
+	BufferAccessStrategy strategy = GetAccessStrategy(BAS_BULKREAD);
+	ListCell   *lc;
+	int64		nduplicates;
+
+	merge_state_init(state, topindex);
+	state->snapshot = snapshot;
+	state->progress = progress;
+	state->callback = callback;
+	state->callback_arg = arg;
+	state->ncursors = list_length(leaves);
+	state->cursors = palloc0(sizeof(MergeCursor) * Max(state->ncursors, 1));
+
+	foreach(lc, leaves)
+		merge_cursor_open(&state->cursors[foreach_current_index(lc)],
+						  lfirst(lc), lockmode, strategy);
+	if (OidIsValid(attached) && !state->nulls_not_distinct)
+		merge_restrict_to_attached(state, leaves, attached);
+	if (!fill_filters)
+		merge_run(state);
+	else
+	{
+		Assert(lockmode >= ShareLock);
+		merge_fill_begin(state, topindex);
+		PG_TRY();
+		{
+			merge_run(state);
+		}
+		PG_CATCH();
+		{
+			gunique_summary_merge_end(state->summaries, false);
+			PG_RE_THROW();
+		}
+		PG_END_TRY();
+		gunique_summary_merge_end(state->summaries, true);
+	}
+
+	for (int c = 0; c < state->ncursors; c++)
+		merge_cursor_close(&state->cursors[c]);
+	MemoryContextDelete(state->runcxt);
+	pfree(state->run);
+	index_close(topindex, NoLock);
+	nduplicates = state->nduplicates;
+	pfree(state->cursors);
+	pfree(state);
+	FreeAccessStrategy(strategy);
+	return nduplicates;
+}
+
+/*
+ * Take the locks gunique_check_tree takes on the tree's leaves (each table
+ * in ShareLock, then its index), in its order, ahead of it: for a caller
+ * that must hold them before PostgreSQL locks anything an inserter into
+ * the tree may then wait for (ddl.c: ATTACH and a default partition).
+ * Waiting for writers here shows as the check's phase, as in the check.
+ */
+void
+gunique_check_tree_lock(Oid topindexoid)
+{
+	Relation	topindex = index_open(topindexoid, AccessShareLock);
+	List	   *leaves = gunique_tree_leaves(topindexoid);
+	ListCell   *lc;
+	bool		started;
+
+	(void) merge_progress_start(topindex, &started);
+	foreach(lc, leaves)
+	{
+		GuniqueLeaf *leaf = lfirst(lc);
+
+		LockRelationOid(leaf->heapoid, ShareLock);
+		LockRelationOid(leaf->indexoid, AccessShareLock);
+	}
+	if (started)
+		pgstat_progress_end_command();
+	list_free_deep(leaves);
+	index_close(topindex, NoLock);
+}
+
+/*
+ * Merge the keys of all leaves of the tree under topindex, calling
+ * "callback" for every key that two or more live rows share.  Each leaf table
+ * is locked in "lockmode".  Rows are live if "snapshot" sees them.  With
+ * "attached", only keys that can equal a key of the leaves under that table
+ * are merged.  With "fill_filters" (and writers locked out), every leaf
+ * read whole gets a new key filter, and so does the tree.  Returns the
+ * number of duplicated keys.
+ */
+int64
+gunique_merge_tree(Oid topindexoid, LOCKMODE lockmode, Snapshot snapshot,
+				   Oid attached, bool fill_filters,
+				   GuniqueDuplicateCallback callback, void *arg)
+{
+	return merge_tree(topindexoid, lockmode, snapshot, attached, fill_filters,
+					  callback, arg, false);
+}
+
+/*
+ * Check that no key occurs twice among the live rows of all leaves of the
+ * tree under topindex, with writers locked out of every leaf.  Raises a
+ * unique violation naming the first duplicate key found and the partitions
+ * that hold it; "attached" names the table being attached, if that is why
+ * the check runs.  With "only_attached" (the same table, when the tree was
+ * valid before it), only keys that can equal its keys are merged.
+ *
+ * Rows deleted by committed transactions do not count; rows inserted by
+ * this transaction do (SnapshotSelf).  With writers locked out, no other
+ * transaction is in progress on these rows.
+ */
+void
+gunique_check_tree(Oid topindexoid, Oid attached, Oid only_attached)
+{
+	Relation	topindex = index_open(topindexoid, AccessShareLock);
+	CheckFirst	first = {0};
+	int64		nduplicates;
+	bool		started;
+	bool		progress;
+
+	progress = merge_progress_start(topindex, &started);
+	nduplicates = merge_tree(topindexoid, ShareLock, SnapshotSelf,
+							 only_attached, true,
+							 check_remember_first, &first, progress);
+	if (nduplicates > 0)
+		check_report(&first, nduplicates, topindex, attached);
+	if (started)
+		pgstat_progress_end_command();
+	index_close(topindex, NoLock);
+}

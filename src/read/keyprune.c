@@ -1,0 +1,619 @@
+/*-------------------------------------------------------------------------
+ *
+ * keyprune.c
+ *	  UPDATE and DELETE by a gunique key: plan them for the partition that
+ *	  holds the key, and check at executor start that it still does.
+ *
+ * PostgreSQL plans an UPDATE or DELETE of a partitioned table with every
+ * partition the partition key does not prune as a result relation; a
+ * cached plan locks them all, and before 18 the executor opens them all,
+ * on every execution.  Where the statement binds a gunique key to values
+ * known when it is planned (constants, or the parameters of a custom
+ * plan), the planner hook (lookupplan.c) finds the key's row first, and
+ * this file makes the planner prune to that row's partition: the
+ * partition's own constraint is added to the table's restriction clauses
+ * as the relation is built, where partition pruning reads it, and taken
+ * away again before the partitions inherit it (a clause that holds for
+ * every row of the partition, so that taking it away changes nothing).
+ * A key found nowhere prunes every partition.
+ *
+ * The statement's snapshot is taken after planning, and a row with the
+ * key may reach another partition in between (a row moved by an UPDATE of
+ * the partition key, or deleted and inserted again).  So the plan carries
+ * a check, a CustomScan above the scan that ModifyTable reads, which
+ * passes rows through; the executor hook runs it before the executor
+ * starts, with the statement's snapshot: the row of the key that snapshot
+ * sees, if any, must be in a partition the plan modifies.  Otherwise the
+ * statement is planned again, from a copy of its query kept in the check,
+ * as PostgreSQL would plan it.  The proof is in src/README, "Modifying by
+ * the key".
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "access/genam.h"
+#include "access/relation.h"
+#include "access/table.h"
+#include "access/xact.h"
+#include "access/xlog.h"
+#include "catalog/partition.h"
+#include "catalog/pg_class.h"
+#include "commands/explain.h"
+#include "executor/executor.h"
+#include "miscadmin.h"
+#include "nodes/extensible.h"
+#include "nodes/makefuncs.h"
+#include "nodes/nodeFuncs.h"
+#include "optimizer/optimizer.h"
+#include "optimizer/restrictinfo.h"
+#include "parser/parsetree.h"
+#include "partitioning/partdesc.h"
+#include "rewrite/rewriteManip.h"
+#include "tcop/tcopprot.h"
+#include "utils/datum.h"
+#include "utils/inval.h"
+#include "utils/lsyscache.h"
+#include "utils/memutils.h"
+#include "utils/partcache.h"
+#include "utils/rel.h"
+#include "utils/snapmgr.h"
+
+#include "compat.h"
+#ifdef GUNIQUE_EXPLAIN_HEADERS
+#include "commands/explain_format.h"
+#include "commands/explain_state.h"
+#endif
+#include "read/keyprune.h"
+#include "read/lookup.h"
+#include "read/passnode.h"
+
+/* One UPDATE or DELETE being planned for the partition of its key. */
+struct GuniqueKeyPrune
+{
+	Index		rti;			/* the table, in the query's range table */
+	Oid			tableoid;
+	Oid			indexoid;
+	List	   *values;			/* the key's value expressions */
+	Expr	   *clause;			/* the partition's constraint, or false */
+	List	   *rinfos;			/* its clauses, once given to the table */
+	RelOptInfo *table;			/* the table's relation, once built */
+};
+
+/*
+ * What the check keeps in custom_private: the table and the index, the
+ * partitions the plan modifies, the query to plan again and its cursor
+ * options.  custom_exprs holds the key's value expressions.
+ */
+#define KEYCHECK_PRIVATE_RELS		0
+#define KEYCHECK_PRIVATE_PARTS		1
+#define KEYCHECK_PRIVATE_QUERY		2
+#define KEYCHECK_PRIVATE_OPTIONS	3
+
+/* Planning again because a check failed: no pruning then. */
+static int	keyprune_replanning = 0;
+
+static ExecutorStart_hook_type prev_ExecutorStart = NULL;
+
+static Node *keycheck_create_state(CustomScan *cscan);
+static void keycheck_begin(CustomScanState *node, EState *estate, int eflags);
+static TupleTableSlot *keycheck_exec(CustomScanState *node);
+static void keycheck_end(CustomScanState *node);
+static void keycheck_rescan(CustomScanState *node);
+static void keycheck_explain(CustomScanState *node, List *ancestors,
+							 ExplainState *es);
+
+static const CustomScanMethods keycheck_scan_methods = {
+	.CustomName = GUNIQUE_KEYCHECK_NAME,
+	.CreateCustomScanState = keycheck_create_state,
+};
+
+static const CustomExecMethods keycheck_exec_methods = {
+	.CustomName = GUNIQUE_KEYCHECK_NAME,
+	.BeginCustomScan = keycheck_begin,
+	.ExecCustomScan = keycheck_exec,
+	.EndCustomScan = keycheck_end,
+	.ReScanCustomScan = keycheck_rescan,
+	.ExplainCustomScan = keycheck_explain,
+};
+
+bool
+gunique_keyprune_allowed(void)
+{
+	return keyprune_replanning == 0;
+}
+
+/*
+ * Is a parameter of "node" unknown to the planner: not external, or without
+ * a value it may use (PARAM_FLAG_CONST, as eval_const_expressions requires
+ * to fold one)?
+ */
+static bool
+keyprune_param_unknown(Node *node, void *context)
+{
+	ParamListInfo params = (ParamListInfo) context;
+
+	if (node == NULL)
+		return false;
+	if (IsA(node, Param))
+	{
+		Param	   *param = (Param *) node;
+		ParamExternData workspace;
+		ParamExternData *prm;
+
+		if (param->paramkind != PARAM_EXTERN || params == NULL ||
+			param->paramid <= 0 || param->paramid > params->numParams)
+			return true;
+		if (params->paramFetch != NULL)
+			prm = params->paramFetch(params, param->paramid, true, &workspace);
+		else
+			prm = &params->params[param->paramid - 1];
+		return prm == NULL || prm->ptype != param->paramtype ||
+			(prm->pflags & PARAM_FLAG_CONST) == 0;
+	}
+	return expression_tree_walker(node, keyprune_param_unknown, context);
+}
+
+static bool
+keyprune_leaky_function(Oid funcid, void *context)
+{
+	return !get_func_leakproof(funcid);
+}
+
+/*
+ * Could evaluating "node" fail for some values: does it call a function
+ * that is not leakproof (a cast that overflows, say: date to timestamp)?
+ * The key's values are evaluated before any row is read, at planning and
+ * as the executor starts, where PostgreSQL's plan might never evaluate
+ * them (an index scan of a partition with no rows, a cross-type operator
+ * that does not fail where the cast would); a leakproof function raises
+ * no error that depends on its arguments.
+ */
+static bool
+keyprune_value_may_fail(Node *node, void *context)
+{
+	if (node == NULL)
+		return false;
+	if (check_functions_in_node(node, keyprune_leaky_function, NULL))
+		return true;
+	return expression_tree_walker(node, keyprune_value_may_fail, context);
+}
+
+/*
+ * The key's values with their constants folded, as the planner will fold
+ * them (5::int2 is a call of int2 until then), and so with the errors that
+ * the planner would raise anyway; but not the implicit cast lookupplan.c
+ * put on a value of another type than the key's, which the planner never
+ * sees.
+ */
+static List *
+keyprune_fold(List *values)
+{
+	List	   *result = NIL;
+	ListCell   *lc;
+
+	foreach(lc, values)
+	{
+		Node	   *value = (Node *) lfirst(lc);
+
+		if (IsA(value, FuncExpr) &&
+			((FuncExpr *) value)->funcformat == COERCE_IMPLICIT_CAST)
+		{
+			FuncExpr   *cast = (FuncExpr *) copyObject(value);
+
+			cast->args = (List *) eval_const_expressions(NULL,
+														 (Node *) cast->args);
+			value = (Node *) cast;
+		}
+		else if (IsA(value, RelabelType))
+		{
+			RelabelType *relabel = (RelabelType *) copyObject(value);
+
+			relabel->arg = (Expr *) eval_const_expressions(NULL,
+														   (Node *) relabel->arg);
+			value = (Node *) relabel;
+		}
+		else if (!IsA(value, CoerceViaIO) && !IsA(value, ArrayCoerceExpr))
+			value = eval_const_expressions(NULL, value);
+		result = lappend(result, value);
+	}
+	return result;
+}
+
+/*
+ * Evaluate the key's value expressions (no column, nothing volatile: see
+ * lookupplan.c; nothing that may fail: keyprune_value_may_fail) with the
+ * parameters given, into the current memory context.
+ */
+static void
+keyprune_evaluate(List *values, ParamListInfo params, Datum *keys,
+				  bool *isnull)
+{
+	EState	   *estate = CreateExecutorState();
+	ExprContext *econtext = GetPerTupleExprContext(estate);
+	MemoryContext caller = CurrentMemoryContext;
+	int			i = 0;
+	ListCell   *lc;
+
+	econtext->ecxt_param_list_info = params;
+	foreach(lc, values)
+	{
+		Expr	   *expr = (Expr *) lfirst(lc);
+		MemoryContext old = MemoryContextSwitchTo(estate->es_query_cxt);
+		ExprState  *state = ExecInitExpr(expr, NULL);
+		int16		typlen;
+		bool		typbyval;
+
+		MemoryContextSwitchTo(old);
+		keys[i] = ExecEvalExprSwitchContext(state, econtext, &isnull[i]);
+		get_typlenbyval(exprType((Node *) expr), &typlen, &typbyval);
+		old = MemoryContextSwitchTo(caller);
+		if (!isnull[i])
+			keys[i] = datumCopy(keys[i], typbyval, typlen);
+		MemoryContextSwitchTo(old);
+		i++;
+	}
+	FreeExecutorState(estate);
+}
+
+/*
+ * The partition of the key's row that "snapshot" sees, or InvalidOid.
+ * The table is locked; the lookup locks what it reads.
+ */
+static Oid
+keyprune_find(Relation table, Oid indexoid, Datum *keys, bool *isnull,
+			  Snapshot snapshot)
+{
+	Relation	index = index_open(indexoid, AccessShareLock);
+	GuniqueLookupReader *reader;
+	GuniqueLookupHit hit;
+	Oid			result = InvalidOid;
+
+	reader = gunique_lookup_reader_begin(table, index, snapshot);
+	if (gunique_lookup_reader_find(reader, keys, isnull, &hit))
+		result = hit.heapoid;
+	gunique_lookup_reader_end(reader);
+	index_close(index, NoLock);
+	return result;
+}
+
+/*
+ * The constraint of partition "partoid" of the table (every level's, as
+ * PostgreSQL checks a row routed to it), with the table's range table
+ * index, or NULL if partition pruning could not use it: a level
+ * partitioned by hash (its constraint is a function call) or a default
+ * partition (a negation) on the way from the table down; or if a
+ * partition on the way is being detached.
+ */
+static Expr *
+keyprune_partition_qual(Relation table, Oid partoid, Index rti)
+{
+	Oid			child = partoid;
+	Relation	part;
+	List	   *qual;
+
+	while (child != RelationGetRelid(table))
+	{
+		Oid			parent;
+		Relation	prel;
+		PartitionDesc pd;
+		bool		prunable = false;
+
+		if (!get_rel_relispartition(child))
+			return NULL;
+		parent = get_partition_parent(child, true);
+		prel = relation_open(parent, AccessShareLock);
+		pd = RelationGetPartitionDesc(prel, true);
+
+		/*
+		 * A partition being detached concurrently, which the planner may
+		 * leave out, is not pruned to: PostgreSQL plans that statement.
+		 */
+		for (int i = 0; i < pd->nparts; i++)
+			if (pd->oids[i] == child)
+				prunable = true;
+		prunable &= RelationGetPartitionKey(prel)->strategy !=
+			PARTITION_STRATEGY_HASH &&
+			get_default_oid_from_partdesc(pd) != child;
+		relation_close(prel, NoLock);
+		if (!prunable)
+			return NULL;
+		child = parent;
+	}
+	part = table_open(partoid, AccessShareLock);
+	qual = RelationGetPartitionQual(part);
+	qual = map_partition_varattnos(qual, 1, table, part);
+	table_close(part, NoLock);
+	if (qual == NIL)
+		return NULL;
+	ChangeVarNodes((Node *) qual, 1, rti, 0);
+	/* pruning at planning reads arrays only as constants */
+	return (Expr *) eval_const_expressions(NULL,
+										   (Node *) make_ands_explicit(qual));
+}
+
+/*
+ * An UPDATE or DELETE of "table" (range table index rti) that binds the
+ * key of gunique index "indexoid" to "values": find the key's row with a
+ * dirty snapshot (a guess; the check at executor start decides), and make
+ * the clause that prunes to its partition, or to none if there is no
+ * row.  NULL if the values are not known yet (a generic plan) or pruning
+ * could not use the partition's constraint.
+ */
+GuniqueKeyPrune *
+gunique_keyprune_begin(Relation table, Index rti, Oid indexoid, List *values,
+					   ParamListInfo boundParams)
+{
+	Datum		keys[INDEX_MAX_KEYS];
+	bool		isnull[INDEX_MAX_KEYS];
+	SnapshotData dirty;
+	GuniqueKeyPrune *prune;
+	Oid			partoid;
+	Expr	   *clause;
+
+	values = keyprune_fold(values);
+	if (keyprune_param_unknown((Node *) values, boundParams) ||
+		keyprune_value_may_fail((Node *) values, NULL))
+		return NULL;
+	keyprune_evaluate(values, boundParams, keys, isnull);
+	InitDirtySnapshot(dirty);
+	partoid = keyprune_find(table, indexoid, keys, isnull, &dirty);
+	if (OidIsValid(partoid))
+		clause = keyprune_partition_qual(table, partoid, rti);
+	else
+		clause = (Expr *) makeBoolConst(false, false);
+	if (clause == NULL)
+		return NULL;
+	prune = palloc0(sizeof(GuniqueKeyPrune));
+	prune->rti = rti;
+	prune->tableoid = RelationGetRelid(table);
+	prune->indexoid = indexoid;
+	prune->values = copyObject(values);
+	prune->clause = clause;
+	return prune;
+}
+
+/*
+ * The relation hook, for a relation of the query being planned (query
+ * level 1).  The table itself: give it the clause, before the query's own
+ * clauses are added (build_simple_rel calls the hook with none) and before
+ * its partitions are pruned (add_other_rels_to_query).  A partition of it,
+ * built after pruning: a leaf must not inherit the clause, which holds for
+ * all its rows, so it is taken away from the table, before the partition
+ * copies the table's clauses (apply_child_basequals runs after the hook);
+ * a partitioned child needs it to prune its own partitions, so it is put
+ * back for that one (whose leaves inherit it then, where it shows as a
+ * filter).
+ */
+void
+gunique_keyprune_relation(GuniqueKeyPrune *prune, PlannerInfo *root,
+						  RelOptInfo *rel)
+{
+	AppendRelInfo *appinfo;
+	RelOptInfo *table = prune->table;
+
+	if (rel->reloptkind == RELOPT_BASEREL)
+	{
+		ListCell   *lc;
+
+		if (rel->relid != prune->rti || prune->table != NULL)
+			return;
+		/* one RestrictInfo per clause of the AND, as the planner makes them */
+		foreach(lc, make_ands_implicit(prune->clause))
+		{
+			RestrictInfo *rinfo = make_simple_restrictinfo(root,
+														   (Expr *) lfirst(lc));
+
+			prune->rinfos = lappend(prune->rinfos, rinfo);
+			rel->baserestrictinfo = lappend(rel->baserestrictinfo, rinfo);
+			rel->baserestrict_min_security =
+				Min(rel->baserestrict_min_security, rinfo->security_level);
+		}
+		prune->table = rel;
+		return;
+	}
+	if (table == NULL || rel->reloptkind != RELOPT_OTHER_MEMBER_REL ||
+		root->append_rel_array == NULL)
+		return;
+	appinfo = root->append_rel_array[rel->relid];
+	if (appinfo == NULL || appinfo->parent_relid != prune->rti)
+		return;
+	table->baserestrictinfo = list_difference_ptr(table->baserestrictinfo,
+												  prune->rinfos);
+	if (planner_rt_fetch(rel->relid, root)->relkind == RELKIND_PARTITIONED_TABLE)
+		table->baserestrictinfo = list_concat(table->baserestrictinfo,
+											  prune->rinfos);
+}
+
+/*
+ * The plan of an UPDATE or DELETE whose table was given the clause: put
+ * the check above the scan its ModifyTable reads.  False if the plan is not
+ * that (the caller plans again, unpruned).
+ */
+bool
+gunique_keyprune_plan(GuniqueKeyPrune *prune, PlannedStmt *stmt,
+					  Query *original, int cursorOptions)
+{
+	ModifyTable *mt = (ModifyTable *) stmt->planTree;
+	CustomScan *cscan;
+	List	   *parts = NIL;
+	ListCell   *lc;
+
+	if (prune->table == NULL)
+		return true;
+	if (mt == NULL || !IsA(mt, ModifyTable) || mt->plan.lefttree == NULL ||
+		(mt->operation != CMD_UPDATE && mt->operation != CMD_DELETE))
+		return false;
+	foreach(lc, mt->resultRelations)
+		parts = lappend_oid(parts,
+							rt_fetch(lfirst_int(lc), stmt->rtable)->relid);
+	cscan = gunique_passnode_insert(stmt, mt, &keycheck_scan_methods);
+	cscan->custom_exprs = prune->values;
+	cscan->custom_private =
+		list_make4(list_make2_oid(prune->tableoid, prune->indexoid), parts,
+				   original, makeInteger(cursorOptions));
+	/* a change to the index plans again, as for lookups */
+	stmt->relationOids = lappend_oid(stmt->relationOids, prune->indexoid);
+	return true;
+}
+
+/* The check of a plan, if it has one. */
+static CustomScan *
+keyprune_check_of(PlannedStmt *stmt)
+{
+	Plan	   *plan = stmt->planTree;
+	CustomScan *cscan;
+
+	if (stmt->commandType != CMD_UPDATE && stmt->commandType != CMD_DELETE)
+		return NULL;
+	if (plan == NULL || !IsA(plan, ModifyTable) || plan->lefttree == NULL ||
+		!IsA(plan->lefttree, CustomScan))
+		return NULL;
+	cscan = (CustomScan *) plan->lefttree;
+	return cscan->methods == &keycheck_scan_methods ? cscan : NULL;
+}
+
+/*
+ * Does the plan still modify the key's partition: is the row of the key
+ * that the statement's snapshot sees, if any, in a partition the plan
+ * modifies?  Invalidations are processed first, as a lookup does, so that
+ * the tree read is current as of the snapshot.  In a serializable
+ * transaction, never: PostgreSQL's plan leaves predicate locks in every
+ * partition's btree, which the pruned plan would not.
+ */
+static bool
+keyprune_holds(CustomScan *check, QueryDesc *queryDesc)
+{
+	List	   *rels = list_nth(check->custom_private, KEYCHECK_PRIVATE_RELS);
+	List	   *parts = list_nth(check->custom_private, KEYCHECK_PRIVATE_PARTS);
+	MemoryContext cxt;
+	MemoryContext old;
+	Datum		keys[INDEX_MAX_KEYS];
+	bool		isnull[INDEX_MAX_KEYS];
+	Relation	table;
+	Oid			partoid;
+
+	if (IsolationIsSerializable() || RecoveryInProgress())
+		return false;
+	AcceptInvalidationMessages();
+	cxt = AllocSetContextCreate(CurrentMemoryContext, "gunique key check",
+								ALLOCSET_SMALL_SIZES);
+	old = MemoryContextSwitchTo(cxt);
+	/* locked with the plan's other relations */
+	table = table_open(linitial_oid(rels), NoLock);
+	keyprune_evaluate(check->custom_exprs, queryDesc->params, keys, isnull);
+	partoid = keyprune_find(table, lsecond_oid(rels), keys, isnull,
+							queryDesc->snapshot);
+	table_close(table, NoLock);
+	MemoryContextSwitchTo(old);
+	MemoryContextDelete(cxt);
+	return !OidIsValid(partoid) || list_member_oid(parts, partoid);
+}
+
+/*
+ * Plan the statement again for this execution: for where its key's row is
+ * now if "prune", else as PostgreSQL would.
+ */
+static void
+keyprune_replan(CustomScan *check, QueryDesc *queryDesc, bool prune)
+{
+	Query	   *query = copyObject(list_nth(check->custom_private,
+											KEYCHECK_PRIVATE_QUERY));
+	int			options = intVal(list_nth(check->custom_private,
+										  KEYCHECK_PRIVATE_OPTIONS));
+	PlannedStmt *stmt;
+
+	if (!prune)
+		keyprune_replanning++;
+	PG_TRY();
+	{
+		stmt = pg_plan_query(query, queryDesc->sourceText, options,
+							 queryDesc->params);
+	}
+	PG_FINALLY();
+	{
+		if (!prune)
+			keyprune_replanning--;
+	}
+	PG_END_TRY();
+	queryDesc->plannedstmt = stmt;
+}
+
+/*
+ * A plan whose check fails (a cached plan whose key's row has moved since,
+ * or a row moved between planning and the snapshot) is made again for the
+ * row's partition now, and checked again; if that fails too, made as
+ * PostgreSQL would make it.
+ */
+static void
+keyprune_ExecutorStart(QueryDesc *queryDesc, int eflags)
+{
+	CustomScan *check = keyprune_check_of(queryDesc->plannedstmt);
+
+	if (check != NULL && (eflags & EXEC_FLAG_EXPLAIN_ONLY) == 0 &&
+		!keyprune_holds(check, queryDesc))
+	{
+		keyprune_replan(check, queryDesc, true);
+		check = keyprune_check_of(queryDesc->plannedstmt);
+		if (check != NULL && !keyprune_holds(check, queryDesc))
+			keyprune_replan(check, queryDesc, false);
+	}
+	if (prev_ExecutorStart)
+		prev_ExecutorStart(queryDesc, eflags);
+	else
+		standard_ExecutorStart(queryDesc, eflags);
+}
+
+static Node *
+keycheck_create_state(CustomScan *cscan)
+{
+	CustomScanState *state = palloc0(sizeof(CustomScanState));
+
+	NodeSetTag(state, T_CustomScanState);
+	state->methods = &keycheck_exec_methods;
+	return (Node *) state;
+}
+
+static void
+keycheck_begin(CustomScanState *node, EState *estate, int eflags)
+{
+	gunique_passnode_begin(node, estate, eflags);
+}
+
+static TupleTableSlot *
+keycheck_exec(CustomScanState *node)
+{
+	return ExecProcNode(outerPlanState(node));
+}
+
+static void
+keycheck_end(CustomScanState *node)
+{
+	ExecEndNode(outerPlanState(node));
+}
+
+static void
+keycheck_rescan(CustomScanState *node)
+{
+	if (outerPlanState(node)->chgParam == NULL)
+		ExecReScan(outerPlanState(node));
+}
+
+static void
+keycheck_explain(CustomScanState *node, List *ancestors, ExplainState *es)
+{
+	CustomScan *cscan = (CustomScan *) node->ss.ps.plan;
+	List	   *rels = list_nth(cscan->custom_private, KEYCHECK_PRIVATE_RELS);
+	char	   *name = get_rel_name(lsecond_oid(rels));
+
+	if (name != NULL)
+		ExplainPropertyText("Index", name, es);
+}
+
+void
+gunique_keyprune_init(void)
+{
+	RegisterCustomScanMethods(&keycheck_scan_methods);
+	prev_ExecutorStart = ExecutorStart_hook;
+	ExecutorStart_hook = keyprune_ExecutorStart;
+}

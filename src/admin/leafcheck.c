@@ -3,7 +3,7 @@
  * leafcheck.c
  *	  gunique_check_leaves(): amcheck's nbtree checks on every leaf of a tree.
  *
- * Every leaf of a gunique tree is an nbtree index (src/README, invariant 1), so
+ * Every leaf of a gunique tree is an nbtree index (src/README, I1), so
  * amcheck's structural checks apply to it unchanged; but bt_index_check and
  * bt_index_parent_check refuse any index whose access method is not btree,
  * and pg_amcheck, which selects indexes by that access method, passes over
@@ -11,7 +11,7 @@
  * functions on each leaf under the index it is given, with the leaf
  * presented as btree to them: only this backend's relcache entry, only for
  * the duration of the call, restored on every path (as handler.c does for
- * nbtree's build and insert).
+ * nbtree's build and insert; src/README, B2).
  *
  * amcheck's functions are executable by superusers alone unless granted;
  * calling them through the function manager skips the executor's check of

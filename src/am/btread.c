@@ -9,7 +9,9 @@
  * insertion scan key and walks the entries equal to the key, as nbtree's
  * own unique check does; summaries (summary.c) and ATTACH's range
  * (merge.c) need the smallest and largest key a leaf holds; the merge and
- * filter builds read a leaf level left to right.  See src/README.
+ * filter builds read a leaf level left to right.  See src/README, I1,
+ * and B11 and "Where gunique mirrors PostgreSQL code" for what this
+ * relies on.
  *
  *-------------------------------------------------------------------------
  */

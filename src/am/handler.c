@@ -17,7 +17,7 @@
  * storage is nbtree's, the options are parsed by btoptions and the operator
  * families have the same members as btree's, so the delegated calls present
  * the relation as btree: only this backend's relcache entry, only for the
- * duration of the call, restored on every path.
+ * duration of the call, restored on every path (src/README, I1 and B1).
  *
  *-------------------------------------------------------------------------
  */

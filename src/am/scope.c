@@ -31,7 +31,7 @@
  * Siblings: beside each leaf, the other ready indexes of its partition with
  * the same access method and definition that are no partition of another
  * index (REINDEX CONCURRENTLY's copy, then the index it replaced); see
- * src/README, invariant 7.
+ * src/README, I7.
  *
  *-------------------------------------------------------------------------
  */
@@ -388,7 +388,7 @@ index_standalone_of_am(Oid indexoid, Oid relam)
  * copy it builds, until it swaps it in as the leaf; then the index it
  * replaced, until that is marked dead): while both take inserts, inserters
  * that saw the swap and inserters that did not probe through different
- * indexes of the partition, so probes search both (src/README, invariant 7).
+ * indexes of the partition, so probes search both (src/README, I7).
  */
 static void
 walk_siblings(Oid indexoid, Oid heapoid, Oid group, TreeWalk *walk)
@@ -913,7 +913,7 @@ gunique_scope_try_lock_all(Relation index)
  * REINDEX, VACUUM FULL and CLUSTER lock the leaf or its table.  Locks of
  * an aborted subtransaction are gone with its changes.  What such a
  * transaction sees of the tree must not be published as a group's filter
- * (src/README, invariant 6).  Walks every relation of the tree: call it only
+ * (src/README, I6).  Walks every relation of the tree: call it only
  * when about to build something from the tree.
  */
 bool

@@ -340,7 +340,7 @@ check_pattern_collation(Relation index, int i)
  * A comparison function that is not written in C may run queries, and so
  * wait for locks or re-enter gunique; gunique calls it under a key lock,
  * an LWLock that holds off cancellation and that other inserters wait on
- * (src/README, invariant 4).  An index made before this check, or whose
+ * (src/README, I4).  An index made before this check, or whose
  * function was replaced since, is refused at insert instead (probegroup.c).
  */
 static void
@@ -563,7 +563,7 @@ attach_table(UtilityCall *call, AlterTableStmt *stmt, PartitionCmd *cmd)
 	 * PostgreSQL locks a default partition (AccessExclusiveLock), which an
 	 * insert into another partition that holds its own and probes may wait
 	 * for: taken after, the check would wait for that insert, and the
-	 * insert for it (src/README, "Lock protocol").
+	 * insert for it (src/README, "Lock order").
 	 */
 	foreach(lc, valid_tops)
 		gunique_check_tree_lock(lfirst_oid(lc));

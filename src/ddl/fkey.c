@@ -36,7 +36,7 @@
  * The foreign key then records and depends on the btree index.  Where there
  * is no btree alternative nothing is hidden, and the hook's clear error
  * stands.  From PostgreSQL 18 on foreign keys use gunique indexes, and none
- * of this is compiled.
+ * of this is compiled.  src/README, "DDL and the merge" and B4.
  *
  *-------------------------------------------------------------------------
  */

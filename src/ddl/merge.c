@@ -5,8 +5,8 @@
  *
  * A k-way merge of every leaf's entries in index order, a leaf page at a
  * time through a ring of buffers (btread.c), finds every key that two live
- * rows share, across partitions and within one; see src/README, "The
- * merge".  The keys it reads fill the leaves' and the tree's key filters
+ * rows share, across partitions and within one; see src/README, "DDL and
+ * the merge".  The keys it reads fill the leaves' and the tree's key filters
  * (summary.c).
  *
  * The caller must hold a lock that keeps writers out of every leaf for the

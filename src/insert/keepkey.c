@@ -16,7 +16,7 @@
  * updated by this transaction into the very tuple being inserted, the
  * insert is the new version of a row that held the key, live, until this
  * transaction updated it, and no other partition needs looking at.  Why
- * that is safe is src/README, invariant 8.  The executor's hint
+ * that is safe is src/README, I8.  The executor's hint
  * (indexUnchanged) only says when to try; the proof reads the tuples
  * themselves, so a BEFORE trigger that changed the key, or a row that came
  * from another partition, never passes it.

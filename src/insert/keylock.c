@@ -8,12 +8,12 @@
  * (probe.c).  The locks are a fixed array of LWLocks in shared memory,
  * picked by a hash of the top index and the key; unequal keys may share
  * one, which costs only some waiting.  Why no deadlock can go through them
- * is src/README, invariant 4.
+ * is src/README, I4.
  *
  * Summaries (summary.c) use the locks as a barrier: a backend holding no
  * key lock takes and releases each in turn, after which every probe or
  * insert that was under a key lock when it started has finished
- * (src/README, invariant 6).
+ * (src/README, I6).
  *
  * Beside each lock is a count of pending upserts: ON CONFLICT DO NOTHING
  * checks (onconflict.c) that found nothing for a key under the lock and
@@ -26,7 +26,7 @@
  * looks for the key.
  * Why that makes the check and a plain insert of the key see one another,
  * and why an upsert into the inserter's own partition needs no wait:
- * src/README, "ON CONFLICT DO NOTHING", point 5.
+ * src/README, "INSERT ... ON CONFLICT", point 5.
  *
  *-------------------------------------------------------------------------
  */

@@ -4,34 +4,15 @@
  *	  Insert-time enforcement of uniqueness across partitions.
  *
  * nbtree checks a unique index by looking for the key before it inserts,
- * under a lock on the leaf page where the key goes; if it finds the key
- * inserted or deleted by a transaction still in progress, it waits for that
- * transaction with nothing inserted, then looks again.  gunique does the
- * same across all the leaves of a tree that could hold the key (the leaf's
- * group, see scope.c), with a dirty snapshot as PostgreSQL's exclusion
- * constraint check does, and in place of the page lock a key lock
- * (keylock.c):
- *
- *	 open the group's leaves (once per statement, probegroup.c);
- *	 lock key;
- *	 look in every other leaf of the group whose summary (key range and
- *	   key filter, summary.c) does not rule the key out: with serial keys
- *	   that is none, and with random keys rarely any;
- *	 a live committed match, or one inserted by this transaction: unlock,
- *	   violation;
- *	 a match inserted or deleted by a transaction in progress: unlock, wait
- *	   for it, start again;
- *	 nothing: let own leaf's summary cover the key, insert into own leaf,
- *	   which nbtree checks in its partial mode (it never waits); if it may
- *	   hold the key, look at own leaf too, and wait there with the entry
- *	   in place (waiters.c); unlock;
- *	 then ask for the filters that the probe missed or that own leaf or
- *	   the group outgrew, which a background worker builds (builder.c).
- *
- * Why two inserters of equal keys never both insert, why nobody waits on a
- * waiter, and why the only deadlocks are genuine ones: src/README,
- * invariants 3 and 4.  The relations of the tree are locked (AccessShareLock)
- * before the key lock, once per transaction, by the scope cache.
+ * under a lock on the leaf page where the key goes, and waits with nothing
+ * inserted for a transaction in progress that holds the key.  gunique does
+ * the same across the leaves of a tree that could hold the key (the leaf's
+ * group, scope.c), with a dirty snapshot, under a key lock (keylock.c) in
+ * place of the page lock; own leaf is nbtree's to check, and this file
+ * looks at it too when nbtree reports it may hold the key.  The steps are
+ * src/README, "The insert path"; why two inserters of equal keys never
+ * both insert, why nobody waits on a waiter, and why the only deadlocks
+ * are genuine ones: I3, I4 and I4a there.
  *
  * The access method's insert (handler.c) calls gunique_probe_before_insert,
  * which returns holding the key lock if it probed, then nbtree's insert,
@@ -152,8 +133,8 @@ typedef struct ProbeVisit
  * progress that inserted or deleted it, passing over the entries of
  * inserters that wait with theirs in place (waiters.c): such an inserter
  * looks at every leaf again before its insert stands, as if it had
- * inserted nothing yet (src/README, invariant 4).  The entry nbtree has
- * just made for the row being inserted is passed over too.
+ * inserted nothing yet (src/README, I4a).  The entry nbtree has just made
+ * for the row being inserted is passed over too.
  */
 static bool
 probe_tid(void *arg, ItemPointer htid, bool *dead)
@@ -309,7 +290,7 @@ probe_target(ProbeGroup *pg, int i, ProbeFinding *finding, Datum *values,
  * Past the group's filter, when it tags keys by leaf: only the leaves of
  * the tags and subtags the key may have, then their ranges and filters.
  * The others cannot hold the key: the tag parts are set with the bloom
- * part, by every insert and every build (src/README, invariant 6).
+ * part, by every insert and every build (src/README, I6).
  */
 static Oid
 probe_group_tags(ProbeGroup *pg, LeafSummaryCopies *copies, uint64 groupref,
@@ -491,8 +472,8 @@ light_wanted(ProbeGroup *pg, uint64 tags, uint64 subs, int *walked,
  * by leaf, look only in the leaves of the key's tags and subtags, if they
  * are open (else *tags and *subs say which to open, without the key lock);
  * the other leaves, which the tags rule out, stay unlocked (src/README,
- * "Light probes").  A leaf to search whose scan is not ready stops it, in
- * *unready.
+ * "Light probes and tags").  A leaf to search whose scan is not ready
+ * stops it, in *unready.
  */
 static LightOutcome
 probe_light(ProbeGroup *pg, GuniqueKeyImage *key, ProbeFinding *finding,
@@ -528,7 +509,7 @@ probe_light(ProbeGroup *pg, GuniqueKeyImage *key, ProbeFinding *finding,
 
 	/*
 	 * The statement's copies of the leaves' summaries serve while the
-	 * group's count of changes stays put (src/README, invariant 5).  Copy
+	 * group's count of changes stays put (src/README, I5).  Copy
 	 * those missing first, then start loading the filters to be read, so
 	 * that the cache misses of several leaves overlap; then check them.
 	 */
@@ -616,7 +597,7 @@ probe_own_scan(ProbeGroup *pg, Relation index, Relation heap,
 
 /*
  * Under the key lock: is the insert an UPDATE that keeps the key of a row
- * own leaf holds (keepkey.c, src/README invariant 8)?  Then no other leaf
+ * own leaf holds (keepkey.c, src/README, I8)?  Then no other leaf
  * needs looking at, light group or whole.
  */
 static bool
@@ -674,7 +655,7 @@ ask_filters(ProbeGroup *pg, Relation index)
 
 /*
  * Insert without a probe: nbtree's own check of the leaf is complete.  The
- * key lock is not needed for the summary either (src/README, invariant 6),
+ * key lock is not needed for the summary either (src/README, I6),
  * and could not be held: nbtree may wait for a transaction.
  */
 static void
@@ -693,7 +674,7 @@ before_unprobed(GuniqueProbe *probe, GuniqueSummary *summary, Datum *values,
 
 /*
  * How probe_others ended: nothing holds the key in the other leaves, or the
- * insert is an UPDATE that keeps its key (invariant 8), and the key lock
+ * insert is an UPDATE that keeps its key (I8), and the key lock
  * is held; or the leaf has no other leaf to look in.
  */
 typedef enum ProbeOutcome
@@ -713,7 +694,7 @@ typedef enum ProbeOutcome
  * passes after it finds its entry.  Nor one that the check waits for: with
  * the key lock released (asking costs the lock manager's partition locks),
  * it asks, and if so sets *holder_waits and looks again; that look, and
- * only that one ("asked"), goes in.  src/README, "ON CONFLICT DO NOTHING",
+ * only that one ("asked"), goes in.  src/README, "INSERT ... ON CONFLICT",
  * points 4 and 5.
  */
 static bool
@@ -918,7 +899,7 @@ gunique_probe_before_insert(GuniqueProbe *probe, Relation index,
 			 * The old version's entry has the key covered already, and own
 			 * leaf can hold nothing else equal to it but the old version's
 			 * chain and entries of inserters that wait for this transaction
-			 * (src/README, invariant 8): no conflict, so nbtree need not
+			 * (src/README, I8): no conflict, so nbtree need not
 			 * look (its full check would wait for those inserters: a
 			 * deadlock).
 			 */
@@ -985,7 +966,7 @@ own_leaf_release(GuniqueProbe *probe, TransactionId xid, uint64 *counts,
  * place and the wait announced (waiters.c), and then every leaf is looked
  * at again, the others first as before the insert; entries of announced
  * waiters do not count.  Returns with the key lock released.  Why the
- * outcomes are a unique btree's: src/README, invariant 4.
+ * outcomes are a unique btree's: src/README, I4a.
  */
 static void
 own_leaf_resolve(GuniqueProbe *probe)
@@ -1005,7 +986,7 @@ own_leaf_resolve(GuniqueProbe *probe)
 
 			if (!own->ready)
 			{
-				/* relations are opened without the key lock (invariant 4) */
+				/* relations are opened without the key lock (I4) */
 				own_leaf_release(probe, xid, counts, NULL, own);
 				continue;
 			}

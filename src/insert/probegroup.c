@@ -15,7 +15,7 @@
  * A group of GUNIQUE_GROUP_FILTER_MIN_LEAVES leaves or more starts light:
  * without locking or opening any leaf but its own, as long as the group's
  * filter rules each key out; the first key it cannot rule out makes the
- * group whole.  Why that is safe is in src/README ("Light probes").
+ * group whole.  Why that is safe is in src/README, "Light probes and tags".
  *
  *-------------------------------------------------------------------------
  */
@@ -227,7 +227,7 @@ group_own(ProbeGroup *pg)
  * many leaves that the group's filter rules out reads nothing else, so the
  * group is made "light", without locking or opening any leaf but own
  * (which the executor has locked); only the tree's partitioned tables and
- * indexes are locked (src/README, "Light probes").  So too for a
+ * indexes are locked (src/README, "Light probes and tags").  So too for a
  * speculative insertion, which leaves own leaf out: a light probe passes
  * over own leaf anyway.
  */
@@ -345,9 +345,10 @@ group_light_shared(ProbeStatement *stmt, Oid group, uint64 generation)
 /*
  * Lock and open the leaves of a light group that have one of "tags" and
  * one of "subs", for a key the group's filter could not rule out
- * (src/README, "Light probes"): each index before its table, as the scope
- * cache locks them.  Not under a key lock.  Locking may process
- * invalidations: the caller gets its group again before it probes.
+ * (src/README, "Light probes and tags"): each index before its table, as
+ * the scope cache locks a light group's.  Not under a key lock.  Locking
+ * may process invalidations: the caller gets its group again before it
+ * probes.
  */
 void
 gunique_probegroup_light_open(ProbeGroup *pg, uint64 tags, uint64 subs)
@@ -432,7 +433,7 @@ group_fill(ProbeGroup *pg, Relation index, GuniqueScope *scope,
 /*
  * A probe calls the key's comparison function under the key lock, where a
  * function that runs SQL could wait forever, uncancellable, or take the
- * lock again (src/README, invariant 4).  CREATE INDEX refuses such a
+ * lock again (src/README, I4).  CREATE INDEX refuses such a
  * function (ddl.c); a tree made before it did, or whose function was
  * replaced since, takes no insert that must probe.  Asked of the syscache
  * as each statement makes its group, so a replaced function is seen.
@@ -659,7 +660,7 @@ copies_order(LeafSummaryCopies *copies, int n)
 /*
  * Under the key lock: the copies of the group's leaves' summaries, taken
  * again if the group's count of changes moved since (src/README,
- * invariant 5).
+ * I5).
  */
 LeafSummaryCopies *
 gunique_probegroup_copies(ProbeGroup *pg)

@@ -20,7 +20,7 @@
 /*
  * Copies of the summaries of a group's leaves, side by side, taken under a
  * key lock and valid while the group's count of changes is "changes"
- * (src/README, invariant 5).  A probe past the group's filter checks every
+ * (src/README, I5).  A probe past the group's filter checks every
  * leaf: with hundreds of them, one array read in order costs much less
  * than hundreds of summaries spread over shared memory.  The leaves are
  * also kept sorted by the low ends of their ranges, so that those whose
@@ -57,7 +57,7 @@ typedef struct LightLeaves
 	GuniqueSummaryCopy *copies; /* copies of their summaries, taken under a
 								 * key lock, kept while the group's count
 								 * of changes is "changes" (src/README,
-								 * invariant 5) */
+								 * I5) */
 	bool	   *copied;			/* copies[i] is one */
 	uint64		changes;
 	LeafTags	tags;			/* the leaves by tag */

@@ -11,7 +11,7 @@
  * transaction that inserted it.  An inserter looking at own leaf again
  * after nbtree's partial check passes over the entries of such waiters,
  * so that waiters for one key never wait for each other (src/README,
- * invariant 4).
+ * I4a).
  *
  * A slot is written by its backend only, and read by others under the key
  * lock of the key they look for; each slot has a spinlock so that nobody

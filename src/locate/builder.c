@@ -12,13 +12,13 @@
  * request, gone after a while without any) takes them in turn and builds
  * every filter of the group that is missing or full, the way inserts did
  * before (summary.c: publish as "next", key lock barrier, read the leaves,
- * publish; src/README, invariant 6).
+ * publish; src/README, I6).
  *
  * The worker locks the requesting leaf's table and its ancestors
  * RowExclusiveLock, as an inserter does, and every relation of the tree
  * AccessShareLock, as a probe does: an ATTACH's merge (ShareLock on every
  * leaf) waits for it, as it waits for an inserter, and it never holds a
- * lock stronger than an inserter's, as invariant 6 requires of whoever
+ * lock stronger than an inserter's, as I6 (src/README) requires of whoever
  * builds a group's filter.  It takes each of those locks only if it can
  * have it at once, and otherwise lets them all go and tries again later:
  * a worker that waited for one lock while holding others could close a

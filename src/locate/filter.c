@@ -10,7 +10,7 @@
  * and keys close in order share pages (filter_block).  This file knows
  * filters only by their reference; what a filter stands for, when it is
  * built, grown or dropped, and why a probe may trust it, is summary.c's
- * (src/README, invariant 6).
+ * (src/README, I6).
  *
  * A group's filter is tagged: each bloom block is followed by a tag block
  * of the same size, where a key sets GUNIQUE_FILTER_TAG_BITS bits chosen

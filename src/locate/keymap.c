@@ -264,7 +264,7 @@ gunique_key_equality(Relation index, int i)
  * The comparison function (support function 1) of key column i, for the
  * column's own type, if it is written in another language than C (SQL,
  * PL/pgSQL, ...): such a function may run queries and wait, and gunique
- * calls it under a key lock (src/README, invariant 4).  InvalidOid if it
+ * calls it under a key lock (src/README, I4).  InvalidOid if it
  * is written in C, as every function of gunique's own operator classes is.
  */
 Oid

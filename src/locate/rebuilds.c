@@ -3,44 +3,25 @@
  * rebuilds.c
  *	  Leaf rebuilds that some snapshot may not see yet.
  *
- * Summaries hold every key of their leaves as the leaves are now (src/README,
- * invariants 5 and 6).  That is what a probe needs; a lookup (lookup.c)
- * needs every key of the entries its snapshot sees, and a leaf rebuilt by a
- * TRUNCATE that committed after the snapshot was taken has lost entries the
- * snapshot still sees, and its summary, and a group's filter rebuilt since,
- * may have lost their keys.  (VACUUM removes only entries that no snapshot
- * sees, and REINDEX, VACUUM FULL and CLUSTER keep every entry some snapshot
- * may see.)  So every build of a leaf that can lose entries (summary.c: an
- * index older than its transaction, built over an emptied heap) notes its
- * transaction and the leaf here, as does every group filter built in a
- * transaction that may forget it at abort, and a lookup that found nothing
- * trusts the summaries it read only if every transaction noted for a leaf
- * or group it read is one its snapshot sees as finished: see src/README,
- * "Lookups".
+ * A lookup that found nothing must know whether a leaf it relied on was
+ * rebuilt in a way its snapshot does not see (a TRUNCATE committed since),
+ * or may yet be undone (a rebuild whose transaction has not ended): why,
+ * and the order of reads that makes the answer sound, are src/README,
+ * "Lookups".  This file keeps the notes that answer it:
  *
- * The notes are a few (transaction, database, index) triples in shared
- * memory, one per leaf or group a transaction rebuilds, with 64-bit
- * transaction IDs so that a note left alone for 2^31 transactions cannot
- * pass for a new one.  A note no longer matters once every snapshot
- * anywhere sees its transaction as finished (PostgreSQL's GlobalVis test),
- * and its slot is then free; if none is free, the oldest note not pending
- * is dropped, and "evicted" keeps the newest such, which a snapshot whose
- * xmin is not past it treats as unseen, for every index.  A server starts
- * with every transaction before its first as evicted: notes do not outlive
- * a restart, and prepared transactions do.
- *
- * A note is also "pending" from the build until its transaction's
- * summaries are final: a rollback forgets the rebuilt summaries only in
- * its transaction callbacks, after the transaction has stopped running for
- * every snapshot, so a snapshot taken in between sees the rebuild as
- * finished and its summary as current.  A reader with no snapshot (dirty:
- * INSERT ... ON CONFLICT) needs the same for a rebuild still running,
- * which a rollback may undo.  A transaction that forgot summaries counts
- * in "ends" after it forgot them and before its notes stop pending, so
- * that a reader that read a summary before it was forgotten, and the notes
- * after they stopped pending, can tell.  Pending notes are never dropped;
- * a transaction whose note finds every slot pending is "unplaced", and
- * every reader trusts nothing while it runs.  See src/README, "Lookups".
+ *	 - a few (transaction, database, index) notes in shared memory, one per
+ *	   leaf or group a transaction rebuilds (summary.c notes them), with
+ *	   64-bit transaction IDs; a note's slot is free once every snapshot
+ *	   sees its transaction as finished (GlobalVis);
+ *	 - "pending" from the build until the transaction's summaries are final
+ *	   (summary.c's transaction callback calls gunique_rebuilds_end);
+ *	   pending notes are never dropped;
+ *	 - "evicted": the newest transaction whose note lost its slot while
+ *	   some snapshot may need it (a start counts every earlier one);
+ *	 - "unplaced": transactions pending with no slot, while which every
+ *	   reader trusts nothing;
+ *	 - "ends": transactions that forgot summaries, counted after forgetting
+ *	   them and before their notes stop pending.
  *
  *-------------------------------------------------------------------------
  */

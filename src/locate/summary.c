@@ -11,7 +11,7 @@
  * owns every rule about them: how an insert covers its key, when a filter
  * is built, grown, extended or dropped, what a rebuild, a drop, an ATTACH
  * or a rollback does to them, and the count of changes that lets probes
- * keep copies.  The proofs are in src/README (invariants 5 and 6).
+ * keep copies.  The proofs are in src/README, I5 and I6.
  *
  * A dropped index's entry is cleared (its filters freed), and an index
  * OID that comes back is reset by its build; a dropped database's entries
@@ -121,7 +121,7 @@ typedef struct SummaryFill
 /*
  * The range of a leaf the merge reads whole: its smallest and largest keys,
  * which make the leaf's range valid when the merge ends (src/README,
- * invariant 5).
+ * I5).
  */
 typedef struct SummaryRangeFill
 {
@@ -483,7 +483,7 @@ summary_detach_filters(GuniqueSummary *summary, DetachedFilters *refs)
 /*
  * Free filters taken away from an entry.  Light probes read a group's
  * filter under nothing but a key lock, so they are freed only once every
- * key lock has been taken and released since (src/README, invariant 6).
+ * key lock has been taken and released since (src/README, I6).
  */
 static void
 summary_free_detached(DetachedFilters *refs)
@@ -682,8 +682,8 @@ gunique_summary_keys_estimate(Relation index)
  * the tags and the subtags: for 64 to 1,000 leaves, the leaves that share
  * a leaf's tag or subtag are at most 1.3 times as many as with an even
  * spread for every step up to 48, and 2.2 times up to 100 (src/README,
- * "Light probes").  Leaves created far apart share pairs by chance, as
- * with a hash.
+ * "Light probes and tags").  Leaves created far apart share pairs by
+ * chance, as with a hash.
  */
 int
 gunique_summary_leaf_tag(Oid heapoid)
@@ -813,7 +813,7 @@ gunique_summary_cover(GuniqueSummary *summary, GuniqueSummary *group,
  * Start loading the key's block of a leaf's or a group's filter (the
  * probe's and the cover's reads), so that the waits for memory overlap.
  * Under the key lock, as those reads: the filter cannot be freed meanwhile
- * (src/README, invariant 6).
+ * (src/README, I6).
  */
 void
 gunique_summary_prefetch(GuniqueSummary *summary, GuniqueKeyImage *key)
@@ -1066,7 +1066,7 @@ summary_build_cleanup(int code, Datum arg)
  * Give an entry a filter, or a bigger one, from the btrees of its leaves,
  * while inserts go on: publish it for inserts, take the barrier, read the
  * leaves, publish it for probes, take the barrier again and free the old
- * one (src/README, invariant 6).  The caller holds locks on the leaves
+ * one (src/README, I6).  The caller holds locks on the leaves
  * that keep their btrees from being rebuilt, and no key lock.  Does nothing
  * if another backend is building one or the arena has no room.  A group's
  * filter ("tagged") tags each key by its leaf.

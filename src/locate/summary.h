@@ -56,7 +56,7 @@ typedef struct GuniqueSummary
 /*
  * A copy of a leaf's range and filter reference, as a probe read them
  * under a key lock; it serves later keys while the group's count of
- * changes stays the same (src/README, invariant 5).
+ * changes stays the same (src/README, I5).
  */
 typedef struct GuniqueSummaryCopy
 {

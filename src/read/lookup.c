@@ -341,7 +341,7 @@ lookup_tree_parts(LookupTree *tree, GuniqueScope *scope, List *leaves)
 /*
  * The summary of the parts' group, which keeps the group's filter: every
  * key of every leaf of the group, read without any leaf lock (src/README,
- * "Light probes").  Its index, a partitioned index of the tree, is locked.
+ * I6).  Its index, a partitioned index of the tree, is locked.
  */
 static GuniqueSummary *
 lookup_group_summary(Oid group)
@@ -868,7 +868,7 @@ lookup_ask_filter(LookupScanState *state, LookupTree *tree)
 /*
  * Which parts can hold the key, as far as the group's filter tells: a
  * bit per tag, and in *subs a bit per subtag.  Read under a key lock, which
- * keeps the filter from being freed (src/README, invariant 6); any key
+ * keeps the filter from being freed (src/README, I6); any key
  * lock would serve, and a reader takes it shared.
  */
 static uint64

@@ -25,8 +25,8 @@
  * another partition holds is skipped there.  A check that finds nothing
  * leaves the key's upsert lock held until the executor is done with the
  * row, so that two such statements never both pass the check with one
- * key.  The protocol and what it does not cover are in src/README, "ON
- * CONFLICT DO NOTHING".  DO UPDATE of a row in another partition remains a unique
+ * key.  The protocol and what it does not cover are in src/README, "INSERT ...
+ * ON CONFLICT".  DO UPDATE of a row in another partition remains a unique
  * violation raised by the probe (see probe.c).
  *
  *-------------------------------------------------------------------------
@@ -200,8 +200,8 @@ gunique_onconflict_wait(Oid top, uint32 hash)
  * A check that passed holds its key's in ExclusiveLock, counted as a
  * pending upsert beside the key lock (keylock.c); an inserter that finds
  * the count raised waits for it in ShareLock and holds that until its
- * insert, so that no check passes in between (src/README, "ON CONFLICT DO
- * NOTHING", point 5).
+ * insert, so that no check passes in between (src/README, "INSERT ... ON
+ * CONFLICT", point 5).
  */
 typedef struct HeldUpsertLock
 {
@@ -383,7 +383,7 @@ xact_waits_for_me(TransactionId xid)
  * upsert locks of that tree's keys go, in any mode; and those of every
  * tree if that transaction waits for one of them (an inserter of the row's
  * key in another tree, that went in there first), which would otherwise be
- * a deadlock.  src/README, "ON CONFLICT DO NOTHING", point 4.
+ * a deadlock.  src/README, "INSERT ... ON CONFLICT", point 4.
  */
 void
 gunique_onconflict_release_locks(Oid top, TransactionId xwait)
@@ -401,7 +401,7 @@ gunique_onconflict_release_locks(Oid top, TransactionId xwait)
  * or when its tree no longer needs a probe.  It takes them again, if it
  * still must, before it inserts.  A check's stay: the executor may take its
  * row back after a conflict within the partition and insert it again
- * (src/README, "ON CONFLICT DO NOTHING"); the check lets them go when it
+ * (src/README, "INSERT ... ON CONFLICT"); the check lets them go when it
  * is asked for its next row.
  */
 void
@@ -430,7 +430,7 @@ upsert_lock_held(Oid top, uint32 hash)
  * that this transaction, or one it waits for, inserted before)?  Waiting
  * for the check would then be a deadlock; the inserter goes in instead,
  * and the check's row meets its entry later, as an insert meets any row.
- * src/README, "ON CONFLICT DO NOTHING", point 4.
+ * src/README, "INSERT ... ON CONFLICT", point 4.
  */
 bool
 gunique_onconflict_holder_waits(Oid top, uint32 hash)
@@ -452,7 +452,7 @@ gunique_onconflict_holder_waits(Oid top, uint32 hash)
  * arbitrates within a partition, and must not be waited for: it may be
  * waiting for the inserter's row in another index of that partition.
  * "hash" is the upsert lock's: the key image's, folded, or 0.  src/README,
- * "ON CONFLICT DO NOTHING", points 4 and 5.
+ * "INSERT ... ON CONFLICT", points 4 and 5.
  */
 bool
 gunique_onconflict_must_wait(Oid top, uint32 hash, Oid partition)

@@ -19,8 +19,8 @@
  * CHECK function takes, a relation), the inserter going in would let the
  * check on only to fail on the key, and the deadlock detector's choice of
  * one to cancel is no worse.  A cycle that closes after the question was
- * asked is left to the deadlock detector too.  src/README, "ON CONFLICT DO
- * NOTHING", point 4.
+ * asked is left to the deadlock detector too.  src/README, "INSERT ... ON
+ * CONFLICT", point 4.
  *
  * The answer is put together from one look per process of the chain, each
  * consistent in itself, of something that changes; the caller must be

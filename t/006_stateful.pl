@@ -334,6 +334,7 @@ use FindBin;
 use lib "$FindBin::RealBin/lib";
 use GuniqueOnConflict;
 use GuniqueStatefulModel;
+use GuniqueStatefulSessions;
 
 my $seed = $ENV{GUNIQUE_STATEFUL_SEED} // 2;
 my $steps = $ENV{GUNIQUE_STATEFUL_STEPS} // 300;
@@ -423,150 +424,9 @@ BEGIN
 END
 $f$;
 });
+sessions_on($node, $seed);
 
-#
-# Sessions: psql processes fed one statement at a time, each followed by a
-# marker that carries the statement's SQLSTATE.
-#
-my $sessno = 0;
-
-sub sess_new
-{
-	my ($name) = @_;
-	my $s = { name => $name, in => '', out => '', err => '', seq => 0 };
-	$s->{h} = IPC::Run::start(
-		[
-			'psql', '-X', '-q', '-A', '-t', '-v', 'ON_ERROR_STOP=0',
-			'-h', $node->host, '-p', $node->port, '-d', 'postgres'
-		],
-		'<', \$s->{in}, '>', \$s->{out}, '2>', \$s->{err});
-	$s->{in} .= "\\set VERBOSITY verbose\n";
-	sess_send($s, 'SELECT pg_backend_pid()');
-	my ($st, $out) = sess_wait($s);
-	die "session $name: $st $s->{lasterr}" unless $st eq '00000';
-	$s->{pid} = $out + 0;
-	return $s;
-}
-
-sub sess_send
-{
-	my ($s, $sql, $data) = @_;
-	$s->{seq}++;
-	$s->{copy} = defined $data;
-	$s->{in} .= "$sql;\n" . ($data // '') . "\\echo \@\@END $s->{seq} :SQLSTATE :ROW_COUNT \@\@\n";
-	$s->{h}->pump_nb;
-}
-
-# Has the last statement ended?  Then (sqlstate, stdout, psql's ROW_COUNT).
-sub sess_poll
-{
-	my ($s) = @_;
-	$s->{h}->pump_nb if $s->{h}->pumpable;
-	if ($s->{out} =~ s/^(.*?)\@\@END $s->{seq} (\S+) (\S+) \@\@\n//s)
-	{
-		my ($out, $st, $rows) = ($1, $2, $3);
-		# psql does not set SQLSTATE after COPY FROM STDIN: take it from
-		# the error, if any
-		if ($s->{copy})
-		{
-			$st = $s->{err} =~ /^(?:ERROR|FATAL):  ([0-9A-Z]{5}):/m ? $1 : '00000';
-		}
-		$s->{lasterr} = $s->{err};
-		$s->{err} = '';
-		chomp $out;
-		return ($st, $out, $rows);
-	}
-	return ('dead', '') unless $s->{h}->pumpable;
-	return;
-}
-
-sub sess_wait
-{
-	my ($s) = @_;
-	my $deadline = time + 300;
-	while (1)
-	{
-		my @r = sess_poll($s);
-		return @r if @r;
-		watch_server();
-		die "session $s->{name}: no answer in 300 s" if time > $deadline;
-		usleep(2000);
-	}
-}
-
-# A server process that died of a signal the test did not send, or an
-# assertion failure or PANIC, fails the test at once (a session whose
-# backend is gone may otherwise wait for an answer that never comes).
-my ($watch_pos, $watch_at, $killed_pid) = (0, 0, 0);
-
-sub watch_server
-{
-	return if time - $watch_at < 0.2;
-	$watch_at = time;
-	return if -s $node->logfile <= $watch_pos;
-	open(my $fh, '<', $node->logfile) or die;
-	seek($fh, $watch_pos, 0);
-	my @bad;
-	while (my $line = <$fh>)
-	{
-		last unless $line =~ /\n$/;
-		$watch_pos += length($line);
-		next if $line =~ /\(PID $killed_pid\) was terminated by signal 9/;
-		push @bad, $line
-		  if $line =~ /TRAP:|PANIC|terminated by signal|terminated by exception/
-		  || (@bad && $line =~ /Failed process was running/);
-	}
-	close $fh;
-	fail_now("the server crashed:\n" . join('', @bad)) if @bad;
-}
-
-sub sess_close
-{
-	my ($s) = @_;
-	$s->{h}->kill_kill;
-	eval { $s->{h}->finish };
-}
-
-my $ctl;    # the control session: checks and wait detection
-
-sub ctl_query
-{
-	my ($sql) = @_;
-	sess_send($ctl, $sql);
-	my ($st, $out) = sess_wait($ctl);
-	fail_now("control query failed ($st): $sql\n$ctl->{lasterr}")
-	  unless $st eq '00000';
-	return $out;
-}
-
-my $failed = 0;
-my @trace;
-my $stepno = 0;
 my $lookup_stmts = 0;	# lookups made, for one in three through the view
-
-sub trace
-{
-	my ($line) = @_;
-	push @trace, "[$stepno] $line";
-	shift @trace if @trace > 60;
-}
-
-sub fail_now
-{
-	my ($what) = @_;
-	die "FAILED\n" if $failed;    # already reported
-	$failed = 1;
-	diag "seed $seed, step $stepno: $what";
-	check_log('at the failure', 1);
-	diag "recent steps:\n" . join("\n", @trace);
-	my ($out, $err) = ('', '');
-	$node->psql('postgres',
-		"SET lock_timeout = '5s'; SELECT tableoid::regclass, k FROM t WHERE k < $bulk_base ORDER BY k; SELECT * FROM gunique_verify('t_k')",
-		stdout => \$out, stderr => \$err);
-	diag "rows of t now:\n$out$err";
-	$failed = 1;
-	die "FAILED\n";
-}
 
 #
 # Running statements.  An "action" is {sql, ops (row changes), kind, ...};
@@ -686,13 +546,6 @@ sub settle_all
 	{
 		settle($d, $may_wait) if $d->{pending};
 	}
-}
-
-# An error's message and detail, without the verbose lines.
-sub short_err
-{
-	my ($e) = @_;
-	return join(' ', grep { /^(ERROR|FATAL|DETAIL|PANIC)/ } split /\n/, $e);
 }
 
 sub fail_on_internal
@@ -2589,21 +2442,6 @@ sub op_flap_scene
 	return { flap_scene => 1 };
 }
 
-# Run sql on the control session, again after a deadlock.
-sub ctl_retry
-{
-	my ($sql) = @_;
-	for (1 .. 50)
-	{
-		sess_send($ctl, $sql);
-		my ($st) = sess_wait($ctl);
-		return if $st eq '00000';
-		fail_now("control query failed ($st): $sql\n$ctl->{lasterr}") unless $st eq '40P01';
-		usleep(50_000);
-	}
-	fail_now("control query deadlocked 50 times: $sql");
-}
-
 sub flap_scene
 {
 	my @att = attached_slots(undef);
@@ -3114,8 +2952,7 @@ sub crash
 	{
 		trace("crash: SIGKILL of $d->{s}{name} (pid $d->{s}{pid})");
 		my $offset = -s $node->logfile;
-		$killed_pid = $d->{s}{pid};
-		kill 'KILL', $d->{s}{pid};
+		sess_kill($d->{s});
 		$node->wait_for_log(
 			qr/all server processes terminated; reinitializing.*database system is ready to accept connections/s,
 			$offset);
@@ -3254,7 +3091,6 @@ sub load_stop
 #
 # Checks, with every session's transaction ended.
 #
-my $logpos = 0;
 
 sub quiesce
 {
@@ -3431,23 +3267,6 @@ sub check_lookups
 	  unless $plan =~ /^Custom Scan \(GuniqueLookup\) on t \(actual rows=1(?:\.00)? loops=1\)$/m
 	  && $plan =~ /Partitions Searched: (\d+)/ && $1 >= 1;
 	$M{lk}{explain} = $plan =~ /Partitions Searched: (\d+)\n.*Partitions Ruled Out: (\d+)/s ? "$1 searched, $2 ruled out" : '?';
-}
-
-sub check_log
-{
-	my ($what, $report_only) = @_;
-	open(my $fh, '<', $node->logfile) or die;
-	seek($fh, $logpos, 0);
-	my @bad;
-	while (my $line = <$fh>)
-	{
-		push @bad, $line
-		  if $line =~ /TRAP:|PANIC|\] XX\d\d\d:|terminated by signal (?!9:)|terminated by exception/;
-	}
-	$logpos = tell($fh);
-	close $fh;
-	return diag("server log:\n" . join('', @bad)) if $report_only && @bad;
-	fail_now("server log ($what):\n" . join('', @bad)) if @bad;
 }
 
 #

@@ -76,7 +76,7 @@ SELECT * FROM gunique_verify('t_b');
 INSERT INTO t VALUES (13, 20, 'dup of t1', 0);
 \echo :LAST_ERROR_SQLSTATE
 
--- COLLATE (see keytypes_icu for a collation that makes keys equal)
+-- COLLATE (see keytypes-icu for a collation that makes keys equal)
 CREATE UNIQUE INDEX t_c ON t USING gunique (c);
 ALTER TABLE t ALTER COLUMN c TYPE text COLLATE "C";
 SELECT * FROM tree('t_c');

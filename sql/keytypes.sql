@@ -60,7 +60,7 @@ SELECT * FROM keytype_check('k varchar(60)', $$'sku-' || md5(i::text)$$,
 SELECT * FROM keytype_check('k char(40)', $$md5(i::text)$$,
 	$$md5('7') || '   '$$);
 SELECT * FROM keytype_check('k name', $$md5(i::text)$$, $$md5('7')$$);
--- (text under a nondeterministic collation: keytypes_icu.sql)
+-- (text under a nondeterministic collation: keytypes-icu.sql)
 -- numeric: 7.0 = 7.000
 SELECT * FROM keytype_check('k numeric', $$i::numeric / 10$$,
 	$$0.700000$$);

@@ -3,7 +3,7 @@
 -- in any of them fails this test, and README.md must change with it.
 -- PostgreSQL 15 and 17 (limits.out) differ from 18 (limits_1.out) in join
 -- removal and REFRESH MATERIALIZED VIEW CONCURRENTLY.  ON CONFLICT DO
--- NOTHING's are in limits_upsert.sql, and what needs a server setting or
+-- NOTHING's are in limits-upsert.sql, and what needs a server setting or
 -- a client program in t/022_limits.pl; src/README ("Limitations and the
 -- tests that pin them") lists where each limitation is pinned.
 --

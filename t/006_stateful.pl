@@ -320,6 +320,14 @@
 # 165 on 17 and 15 on 18 (the scene's pgbench; timing decides, so not
 # every run); GUNIQUE_STATEFUL_WEIGHTS="flap scene=20,load=10"
 # GUNIQUE_STATEFUL_PARTITIONS=20 makes it likelier.
+#
+# The model, the sessions and the driver are modules, in t/lib:
+# GuniqueStatefulModel (what t must hold, and what a statement may do),
+# GuniqueStatefulSessions (psql sessions, the control session, the trace
+# and failures) and GuniqueStatefulDriver (running and judging statements,
+# the random operations, a step, the pgbench load).  This file is the plan:
+# the settings and the seed, the operations and their weights, the scenes,
+# the checks and the rounds.
 
 use strict;
 use warnings;
@@ -327,12 +335,14 @@ use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
 use IPC::Run;
-use Storable qw(dclone);
 use Time::HiRes qw(time usleep);
 use List::Util qw(min max);
 use FindBin;
 use lib "$FindBin::RealBin/lib";
 use GuniqueOnConflict;
+use GuniqueStatefulModel;
+use GuniqueStatefulSessions;
+use GuniqueStatefulDriver;
 
 my $seed = $ENV{GUNIQUE_STATEFUL_SEED} // 2;
 my $steps = $ENV{GUNIQUE_STATEFUL_STEPS} // 300;
@@ -345,8 +355,6 @@ my $lookups = $ENV{GUNIQUE_STATEFUL_LOOKUPS} // 1;
 my $more = $lookups && ($ENV{GUNIQUE_STATEFUL_MORE} // 1);
 my @sizes = split /,/, ($ENV{GUNIQUE_STATEFUL_PARTITIONS} // '4,40,80');
 my $nsess = 3;
-my $bulk_base = 100_000;       # keys of bulk inserts start here
-my $load_base = 1_000_000_000;    # keys of the pgbench load start here
 note "seed $seed, $steps steps, $rounds rounds: reproduce with "
   . "GUNIQUE_STATEFUL_SEED=$seed GUNIQUE_STATEFUL_STEPS=$steps "
   . "GUNIQUE_STATEFUL_ROUNDS=$rounds";
@@ -424,1297 +432,291 @@ BEGIN
 END
 $f$;
 });
+# The sessions and the driver run against this cluster (and driver_on
+# takes from the PRNG: see there).
+sessions_on($node, $seed);
+driver_on(node => $node, more => $more, lookups => $lookups, pg18 => $pg18, sessions => $nsess);
 
 #
-# Sessions: psql processes fed one statement at a time, each followed by a
-# marker that carries the statement's SQLSTATE.
+# The operations, and their weights (GUNIQUE_STATEFUL_WEIGHTS sets them by
+# name): each makes an action for the session of a step (step, in the
+# driver), or undef if it does not apply now; a scene, a crash and the
+# start of the pgbench load are played by themselves (play).
 #
-my $sessno = 0;
-
-sub sess_new
+my @ops = (
+	[ 12, 'insert', sub { op_insert($_[0], 1) } ],
+	[ 4, 'insert many', sub { op_insert($_[0], 2 + int(rand(4))) } ],
+	[ 3, 'copy', \&op_copy ],
+	[ 3, 'update key', \&op_update_key ],
+	[ 3, 'update keeping key', \&op_update_keep ],
+	[ 3, 'move', \&op_move ],
+	[ 3, 'delete', \&op_delete ],
+	[ 2, 'bulk', sub { op_bulk($_[0], 0) } ],
+	[ 1, 'bulk large', sub { op_bulk($_[0], 1) } ],
+	[ 1, 'bulk delete', \&op_bulk_delete ],
+	[ 6, 'begin', \&op_begin ],
+	[ 3, 'commit', sub { op_end($_[0], 'COMMIT') } ],
+	[ 3, 'rollback', sub { op_end($_[0], 'ROLLBACK') } ],
+	[ 1, 'prepare', sub { op_end($_[0], 'PREPARE') } ],
+	[ 1, 'commit prepared', sub { op_finish_prepared($_[0], 1) } ],
+	[ 1, 'rollback prepared', sub { op_finish_prepared($_[0], 0) } ],
+	[ 2, 'savepoint', \&op_savepoint ],
+	[ 2, 'rollback to', \&op_rollback_to ],
+	[ 1, 'release', \&op_release ],
+	[ 2, 'detach', sub { op_detach($_[0], 0) } ],
+	[ 1, 'detach concurrently', sub { op_detach($_[0], 1) } ],
+	[ 3, 'attach', \&op_attach ],
+	[ 1, 'drop', \&op_drop ],
+	[ 2, 'truncate', \&op_truncate ],
+	[ 1, 'create', \&op_create ],
+	[ 1, 'reindex leaf', sub { op_reindex($_[0], 'leaf') } ],
+	[ 2, 'reindex leaf concurrently', sub { op_reindex($_[0], 'leafconc') } ],
+	[ 1, 'reindex table', sub { op_reindex($_[0], 'table') } ],
+	[ 1, 'reindex table concurrently', sub { op_reindex($_[0], 'tableconc') } ],
+	[ 1, 'vacuum', sub { op_reindex($_[0], 'vacuum') } ],
+	[ 1, 'crash', sub { return if grep { $_->{pending} } @sess or $M{load}; return { play => \&crash }; } ],
+	[ 1, 'load', sub { return if $M{load}; return { play => \&load_start }; } ],
+);
+# Upserts only on PostgreSQL 18 (15 and 17 refuse ON CONFLICT on the
+# table): there the operations, and so the seeds' steps, are as before.
+push @ops,
+  [ 6, 'upsert', sub { op_upsert($_[0], 1) } ],
+  [ 4, 'upsert many', sub { op_upsert($_[0], 2 + int(rand(5))) } ],
+  [ 3, 'race scene', \&op_race_scene ]
+  if $pg18;
+# Lookups (with GUNIQUE_STATEFUL_LOOKUPS=0 the steps are those of before)
+push @ops,
+  [ 10, 'lookup', sub { op_lookup($_[0]) } ],
+  [ 3, 'lookup race', \&op_lookup_race ],
+  [ 2, 'begin repeatable read', \&op_begin_rr ],
+  [ 2, 'lookup scene', \&op_lookup_scene ]
+  if $lookups;
+# The operations of issue 39 (with GUNIQUE_STATEFUL_MORE=0 the steps are
+# those of before them)
+push @ops,
+  [ 1, 'detach concurrently scene', \&op_detach_scene ],
+  [ 1, 'alter column type', \&op_alter_type ],
+  [ 1, 'flap scene', \&op_flap_scene ]
+  if $more;
+push @ops, [ 3, 'collide scene', \&op_collide_scene ] if $more && $pg18;
+# weights set by GUNIQUE_STATEFUL_WEIGHTS (name=weight,...)
+for my $w (split /,/, $ENV{GUNIQUE_STATEFUL_WEIGHTS} // '')
 {
-	my ($name) = @_;
-	my $s = { name => $name, in => '', out => '', err => '', seq => 0 };
-	$s->{h} = IPC::Run::start(
-		[
-			'psql', '-X', '-q', '-A', '-t', '-v', 'ON_ERROR_STOP=0',
-			'-h', $node->host, '-p', $node->port, '-d', 'postgres'
-		],
-		'<', \$s->{in}, '>', \$s->{out}, '2>', \$s->{err});
-	$s->{in} .= "\\set VERBOSITY verbose\n";
-	sess_send($s, 'SELECT pg_backend_pid()');
-	my ($st, $out) = sess_wait($s);
-	die "session $name: $st $s->{lasterr}" unless $st eq '00000';
-	$s->{pid} = $out + 0;
-	return $s;
+	my ($name, $weight) = $w =~ /^\s*(.*?)\s*=\s*(\d+)\s*$/ or die "GUNIQUE_STATEFUL_WEIGHTS: $w";
+	my ($op) = grep { $_->[1] eq $name } @ops or die "GUNIQUE_STATEFUL_WEIGHTS: no operation \"$name\"";
+	$op->[0] = $weight;
 }
 
-sub sess_send
-{
-	my ($s, $sql, $data) = @_;
-	$s->{seq}++;
-	$s->{copy} = defined $data;
-	$s->{in} .= "$sql;\n" . ($data // '') . "\\echo \@\@END $s->{seq} :SQLSTATE :ROW_COUNT \@\@\n";
-	$s->{h}->pump_nb;
-}
-
-# Has the last statement ended?  Then (sqlstate, stdout, psql's ROW_COUNT).
-sub sess_poll
-{
-	my ($s) = @_;
-	$s->{h}->pump_nb if $s->{h}->pumpable;
-	if ($s->{out} =~ s/^(.*?)\@\@END $s->{seq} (\S+) (\S+) \@\@\n//s)
-	{
-		my ($out, $st, $rows) = ($1, $2, $3);
-		# psql does not set SQLSTATE after COPY FROM STDIN: take it from
-		# the error, if any
-		if ($s->{copy})
-		{
-			$st = $s->{err} =~ /^(?:ERROR|FATAL):  ([0-9A-Z]{5}):/m ? $1 : '00000';
-		}
-		$s->{lasterr} = $s->{err};
-		$s->{err} = '';
-		chomp $out;
-		return ($st, $out, $rows);
-	}
-	return ('dead', '') unless $s->{h}->pumpable;
-	return;
-}
-
-sub sess_wait
-{
-	my ($s) = @_;
-	my $deadline = time + 300;
-	while (1)
-	{
-		my @r = sess_poll($s);
-		return @r if @r;
-		watch_server();
-		die "session $s->{name}: no answer in 300 s" if time > $deadline;
-		usleep(2000);
-	}
-}
-
-# A server process that died of a signal the test did not send, or an
-# assertion failure or PANIC, fails the test at once (a session whose
-# backend is gone may otherwise wait for an answer that never comes).
-my ($watch_pos, $watch_at, $killed_pid) = (0, 0, 0);
-
-sub watch_server
-{
-	return if time - $watch_at < 0.2;
-	$watch_at = time;
-	return if -s $node->logfile <= $watch_pos;
-	open(my $fh, '<', $node->logfile) or die;
-	seek($fh, $watch_pos, 0);
-	my @bad;
-	while (my $line = <$fh>)
-	{
-		last unless $line =~ /\n$/;
-		$watch_pos += length($line);
-		next if $line =~ /\(PID $killed_pid\) was terminated by signal 9/;
-		push @bad, $line
-		  if $line =~ /TRAP:|PANIC|terminated by signal|terminated by exception/
-		  || (@bad && $line =~ /Failed process was running/);
-	}
-	close $fh;
-	fail_now("the server crashed:\n" . join('', @bad)) if @bad;
-}
-
-sub sess_close
-{
-	my ($s) = @_;
-	$s->{h}->kill_kill;
-	eval { $s->{h}->finish };
-}
-
-my $ctl;    # the control session: checks and wait detection
-
-sub ctl_query
-{
-	my ($sql) = @_;
-	sess_send($ctl, $sql);
-	my ($st, $out) = sess_wait($ctl);
-	fail_now("control query failed ($st): $sql\n$ctl->{lasterr}")
-	  unless $st eq '00000';
-	return $out;
-}
-
-#
-# The model.
-#
-my %M;         # one round's state, reset by new_round()
-my @sess;      # driver sessions: {s => psql session, tx => txn or undef,
-			   #   pending => statement waiting or undef}
-my %prepared;  # gid => txn
-my $failed = 0;
-my @trace;
-my $stepno = 0;
-my $lookup_stmts = 0;	# lookups made, for one in three through the view
-
-sub trace
-{
-	my ($line) = @_;
-	push @trace, "[$stepno] $line";
-	shift @trace if @trace > 60;
-}
-
-sub fail_now
-{
-	my ($what) = @_;
-	die "FAILED\n" if $failed;    # already reported
-	$failed = 1;
-	diag "seed $seed, step $stepno: $what";
-	check_log('at the failure', 1);
-	diag "recent steps:\n" . join("\n", @trace);
-	my ($out, $err) = ('', '');
-	$node->psql('postgres',
-		"SET lock_timeout = '5s'; SELECT tableoid::regclass, k FROM t WHERE k < $bulk_base ORDER BY k; SELECT * FROM gunique_verify('t_k')",
-		stdout => \$out, stderr => \$err);
-	diag "rows of t now:\n$out$err";
-	$failed = 1;
-	die "FAILED\n";
-}
-
-sub new_txn
-{
-	return {
-		parts => {},    # slot => {exists, attached}
-		rows => {},     # slot => {k => 1 inserted, 0 deleted}
-		where => {},    # k => {slot => 1}: slots in rows
-		trunc => {},    # slot => 1: committed rows gone
-		rewrote => {},  # slot => 1: truncated (its storage replaced)
-		ddl => 0,       # membership DDL done
-		bulks => [],    # bulk records inserted
-		bulkdel => {},  # slot => {lo => 1}: the committed bulk records
-						#   (by their first key) whose keys it deleted
-		ktypes => {},   # slot => the type of its key column, as t changed it
-		ktype => undef, # t's key column type, if t changed it
-		saves => [],    # [name, copy of the state]
-		aborted => 0,
-		nsave => 0,
-	};
-}
-
-sub state_of { my ($t) = @_; return { map { $_ => $t->{$_} } qw(parts rows where trunc rewrote ddl bulks bulkdel ktypes ktype) }; }
-
-sub copy_state { my ($t) = @_; return dclone(state_of($t)); }
-
-sub set_state
-{
-	my ($t, $c) = @_;
-	$t->{$_} = $c->{$_} for keys %$c;
-}
-
-sub view_part
-{
-	my ($t, $slot) = @_;
-	return $t->{parts}{$slot} if $t && exists $t->{parts}{$slot};
-	return $M{parts}{$slot} // { exists => 0, attached => 0 };
-}
-
-# The type of the key column of t, and of the table of slot, in t's view
-# (ALTER COLUMN TYPE changes those of t and of its attached partitions).
-sub t_type { my ($t) = @_; return ($t && $t->{ktype}) // $M{ktype} // 'int'; }
-
-sub slot_type
-{
-	my ($t, $slot) = @_;
-	return $t->{ktypes}{$slot} if $t && exists $t->{ktypes}{$slot};
-	return $M{ktypes}{$slot} // 'int';
-}
-
-# Slots whose table holds k, in t's view (t undef: committed).
-sub key_slots
-{
-	my ($t, $k) = @_;
-	my %c;
-	$c{$_} = 1 for keys %{ $M{where}{$k} // {} };
-	$c{$_} = 1 for ($t ? keys %{ $t->{where}{$k} // {} } : ());
-	my @r;
-	for my $slot (sort { $a <=> $b } keys %c)
-	{
-		my $present;
-		if ($t && exists $t->{rows}{$slot} && exists $t->{rows}{$slot}{$k})
-		{
-			$present = $t->{rows}{$slot}{$k};
-		}
-		else
-		{
-			$present = $M{rows}{$slot}{$k} && !($t && $t->{trunc}{$slot});
-		}
-		push @r, $slot if $present;
-	}
-	return @r;
-}
-
-sub live_slots
-{
-	my ($t, $k) = @_;
-	return grep { view_part($t, $_)->{attached} } key_slots($t, $k);
-}
-
-sub txn_set_row
-{
-	my ($t, $slot, $k, $v) = @_;
-	$t->{rows}{$slot}{$k} = $v;
-	$t->{where}{$k}{$slot} = 1;
-}
-
-# Transactions other than t whose work may decide what t's statements do:
-# open ones (not aborted to the bottom), prepared ones, and waiting
-# statements of other sessions.
-sub others
-{
-	my ($t) = @_;
-	my @o;
-	for my $d (@sess)
-	{
-		next if $d->{tx} && $t && $d->{tx} == $t;
-		push @o, $d->{tx} if $d->{tx} && !$d->{tx}{dead};
-		push @o, $d->{pending}{touch} if $d->{pending};
-	}
-	push @o, values %prepared;
-	return @o;
-}
-
-# May another transaction's work change whether k can go in?  With
-# $noups, leaving out running upserts (they only add rows: whether a key
-# that is in can be taken away).
-sub uncertain
-{
-	my ($t, $k, $noups) = @_;
-	for my $o (others($t))
-	{
-		next if $noups && $o->{upsert};
-		return 1 if $o->{ddl} || $o->{where}{$k};
-		for my $slot (keys %{ $o->{trunc} })
-		{
-			return 1 if $M{rows}{$slot}{$k};
-		}
-	}
-	return 0;
-}
-
-sub other_ddl
-{
-	my ($t) = @_;
-	return scalar grep { $_->{ddl} || %{ $_->{trunc} } || $_->{rebuild} } others($t);
-}
-
-# Judge a list of row changes ([ins|del, slot, k]) made by one statement in
-# t: 'ok' (must succeed), 'fail' (must hit a unique violation),
-# 'failroute' (the same, or a row's partition hidden by another session's
-# DDL first), 'noroute' (a row has no partition) or 'maybe'.
-sub judge
-{
-	my ($t, $ops) = @_;
-	my $scratch = dclone(state_of($t));
-	my $verdict = 'ok';
-	for my $op (@$ops)
-	{
-		my ($kind, $slot, $k) = @$op;
-		if ($kind eq 'del')
-		{
-			txn_set_row($scratch, $slot, $k, 0);
-			next;
-		}
-		my $unc = uncertain($t, $k);
-		return $unc ? 'maybe' : 'noroute' unless view_part($scratch, $slot)->{attached};
-		$verdict = 'maybe' if $unc;
-		my @live = live_slots($scratch, $k);
-		if (@live)
-		{
-			# in the statement's own transaction, or committed and left alone
-			my $own = grep { exists $scratch->{where}{$k}{$_} } @live;
-			# (an upsert of the key running in another session can
-			# only skip it: the row stays)
-			return 'maybe' unless $own || !uncertain($t, $k, 1);
-			# a DETACH CONCURRENTLY that waits has already hidden its
-			# partition from routing: a row may fail to route first
-			return other_ddl($t) ? 'failroute' : 'fail';
-		}
-		txn_set_row($scratch, $slot, $k, 1);
-	}
-	return $verdict;
-}
-
-sub apply_ops
-{
-	my ($t, $ops) = @_;
-	txn_set_row($t, $_->[1], $_->[2], $_->[0] eq 'ins' ? 1 : 0) for @$ops;
-}
-
-# Make a transaction's state the committed one.
-sub commit_txn
-{
-	my ($t) = @_;
-	my %gone;
-	for my $slot (keys %{ $t->{trunc} })
-	{
-		$gone{$_} = 1 for keys %{ $M{rows}{$slot} // {} };
-		delete $M{where}{$_}{$slot} for keys %{ $M{rows}{$slot} // {} };
-		$M{rows}{$slot} = {};
-	}
-	for my $slot (keys %{ $t->{trunc} })
-	{
-		$_->{gone}{$slot} = 1 for @{ $M{bulks} };
-	}
-	# a DELETE leaves the bulks committed after its snapshot alone
-	while (my ($slot, $seen) = each %{ $t->{bulkdel} })
-	{
-		$_->{gone}{$slot} = 1 for grep { $seen->{ $_->{lo} } } @{ $M{bulks} };
-	}
-	push @{ $M{bulks} }, @{ $t->{bulks} };
-	$M{parts}{$_} = $t->{parts}{$_} for keys %{ $t->{parts} };
-	$M{ktypes}{$_} = $t->{ktypes}{$_} for keys %{ $t->{ktypes} // {} };
-	$M{ktype} = $t->{ktype} if $t->{ktype};
-	for my $slot (keys %{ $t->{rows} })
-	{
-		while (my ($k, $v) = each %{ $t->{rows}{$slot} })
-		{
-			if ($v)
-			{
-				$M{rows}{$slot}{$k} = 1;
-				$M{where}{$k}{$slot} = 1;
-			}
-			else
-			{
-				delete $M{rows}{$slot}{$k};
-				delete $M{where}{$k}{$slot};
-				delete $M{where}{$k} unless %{ $M{where}{$k} };
-				$gone{$k} = 1;
-			}
-		}
-	}
-	ghosts(keys %gone);
-	ver_commit($t);
-}
-
-#
-# Versions of the committed state, for lookups: every change of it (the
-# commits above, and a bulk committed alone) makes one.  While a running
-# lookup, or a REPEATABLE READ transaction's snapshot, may need them, each
-# version keeps a copy of the state and the slots whose storage its commit
-# replaced (TRUNCATE).
-#
-sub ver_needed
-{
-	my @n = map { $_->{from} } values %{ $M{watch} // {} };
-	for my $d (@sess)
-	{
-		push @n, $d->{tx}{rr_vers}[0] if $d->{tx} && $d->{tx}{rr_vers};
-	}
-	return @n ? min(@n) : undef;
-}
-
-sub ver_copy
-{
-	my ($rewrote) = @_;
-	my $c = dclone({ map { $_ => $M{$_} } qw(rows where parts bulks) });
-	$c->{rewrote} = { %{ $rewrote // {} } };
-	return $c;
-}
-
-# The current version, kept.
-sub ver_keep
-{
-	$M{ver} //= 0;
-	$M{vers}{ $M{ver} } //= ver_copy();
-	return $M{ver};
-}
-
-sub ver_commit
-{
-	my ($t) = @_;
-	$M{ver}++;
-	my $need = ver_needed();
-	if (!defined $need)
-	{
-		$M{vers} = {};
-		return;
-	}
-	$M{vers}{ $M{ver} } = ver_copy($t->{rewrote});
-	delete $M{vers}{$_} for grep { $_ < $need } keys %{ $M{vers} };
-}
-
-# Keys deleted or rolled back lately, for lookups (never for the
-# steps when GUNIQUE_STATEFUL_LOOKUPS=0: no randomness here).
-sub ghosts
-{
-	my $g = $M{ghosts} //= [];
-	push @$g, sort { $a <=> $b } grep { $_ < $bulk_base } @_;
-	splice(@$g, 0, @$g - 40) if @$g > 40;
-}
-
-sub slot_bounds { my ($slot) = @_; return ($slot * 10, $slot * 10 + 10); }
-sub rand_p { my ($slot) = @_; return $slot * 10 + int(rand(10)); }
-sub pick { my @a = @_; return @a ? $a[ int(rand(@a)) ] : undef; }
-
-sub attached_slots
-{
-	my ($t) = @_;
-	return grep { view_part($t, $_)->{attached} } (0 .. $M{nslots} - 1);
-}
-
-sub existing_slots
-{
-	my ($t) = @_;
-	return grep { view_part($t, $_)->{exists} } (0 .. $M{nslots} - 1);
-}
-
-#
-# Running statements.  An "action" is {sql, ops (row changes), kind, ...};
-# run_action sends it, and if it waits, leaves it pending.
-#
-sub run_action
-{
-	my ($d, $a, $nosettle) = @_;
-	my $t = $d->{tx};
-	if ($a->{lookup})
-	{
-		# judged against every version from this one on
-		$a->{lookup}{from} = ver_keep();
-		$a->{lookup}{id} = ++$M{lookup_id};
-		$M{watch}{ $a->{lookup}{id} } = $a->{lookup};
-	}
-	$a->{touch} = new_txn();
-	$a->{touch}{ddl} = 1 if $a->{ddl};
-	$a->{touch}{rebuild} = 1 if $a->{rebuild};
-	$a->{touch}{attach} = 1 if $a->{sql} =~ /ATTACH PARTITION/;
-	$a->{touch}{trunc}{ $a->{trunc_slot} } = 1 if defined $a->{trunc_slot};
-	$a->{touch}{where}{ $_->[2] }{ $_->[1] } = 1 for @{ $a->{ops} // [] };
-	$a->{touch}{upsert} = 1 if $a->{upsert};
-	# (a flap scene's partition is in or out)
-	$a->{lookup}{flap} = $M{flap_slot} if $a->{lookup} && defined $M{flap_slot};
-	race_mark($d, $a);
-	# beside a DETACH CONCURRENTLY of another session that runs
-	if (($a->{lookup} || $a->{row}) && grep { $_ != $d && $_->{pending} && $_->{pending}{dconc} } @sess)
-	{
-		$M{dc}{beside}{ $a->{lookup} ? 'lookups' : 'modifications' }++;
-	}
-	trace("$d->{s}{name}: " . ($a->{label} // $a->{sql}) . ($a->{data} ? ' ' . join(' ', map { "($_->[1]:$_->[2])" } @{ $a->{ops} }) : ''));
-	sess_send($d->{s}, $a->{sql}, $a->{data});
-	$d->{pending} = $a;
-	settle($d, 1) unless $nosettle;
-}
-
-# Is the session's statement waiting for another session (or a prepared
-# transaction)?  The processes it waits for are kept in its blockers.
-sub is_blocked
+# Weights added to those of @ops for session d's step.  A transaction
+# that took a partition out (or emptied one) tends to outgrow the
+# filters, and then to roll back (a stale group filter outliving the
+# rollback was found so).
+sub boost
 {
 	my ($d) = @_;
-	my $pid = $d->{s}{pid};
-	my ($blocked, @pids) = split / /, ctl_query(
-		"SELECT CASE WHEN pg_isolation_test_session_is_blocked($pid, "
-		  . "array(SELECT pid FROM pg_stat_activity WHERE pid NOT IN ($pid, pg_backend_pid())) || 0) "
-		  . "THEN 't' ELSE 'f' END || ' ' || array_to_string(pg_blocking_pids($pid), ' ')");
-	$M{last_blocked} = $blocked;
-	$d->{pending}{blockers}{$_} = 1 for $blocked eq 't' ? @pids : ();
-	return $blocked eq 't';
-}
-
-# Wait until the session's statement ends or waits ($may_wait) for another.
-sub settle
-{
-	my ($d, $may_wait) = @_;
-	my $deadline = time + 120;
-	# its end was seen: finish_action judges it after those it blocked
-	return if $d->{pending} && $d->{pending}{ending};
-	while ($d->{pending})
-	{
-		my ($st, $out, $rows) = sess_poll($d->{s});
-		if (defined $st)
-		{
-			finish_action($d, $st, $out, $rows);
-			return;
-		}
-		if ($may_wait && is_blocked($d))
-		{
-			trace("$d->{s}{name}: waits") unless $d->{pending}{waited}++;
-			return;
-		}
-		watch_server();
-		fail_now("session $d->{s}{name} (pid $d->{s}{pid}) hangs in: $d->{pending}{sql}; "
-			  . join(' ', map { "$_->{s}{name}:" . ($_->{tx} ? 'tx' : '-') . ($_->{pending} ? 'P' : '') } @sess)
-			  . " may_wait $may_wait, last is_blocked: $M{last_blocked}\n"
-			  . ctl_query("SELECT string_agg(format('%s %s %s %s:%s %s %s', pid, backend_type, state, wait_event_type, wait_event, pg_blocking_pids(pid), query), E'\\n') FROM pg_stat_activity"))
-		  if time > $deadline;
-		usleep(2000);
-	}
-}
-
-# Wait until one of the waiting statements ends (nothing else is left
-# that they could be waiting for but each other and the pgbench load).
-sub wait_any
-{
-	my $deadline = time + 120;
-	while (1)
-	{
-		for my $d (grep { $_->{pending} } @sess)
-		{
-			my ($st, $out, $rows) = sess_poll($d->{s});
-			if (defined $st)
-			{
-				finish_action($d, $st, $out, $rows);
-				return;
-			}
-		}
-		watch_server();
-		fail_now('sessions hang: '
-			  . join(' ', map { "$_->{s}{name} in $_->{pending}{sql}" } grep { $_->{pending} } @sess)
-			  . "\n"
-			  . ctl_query("SELECT string_agg(format('%s %s %s %s:%s %s %s', pid, backend_type, state, wait_event_type, wait_event, pg_blocking_pids(pid), query), E'\\n') FROM pg_stat_activity"))
-		  if time > $deadline;
-		usleep(2000);
-	}
-}
-
-# Let every waiting statement that can end, end.
-sub settle_all
-{
-	my ($may_wait) = @_;
-	# DDL first: a statement that waited for it ended after it
-	for my $d (sort { ($b->{pending}{touch}{ddl} || $b->{pending}{touch}{rebuild} || 0)
-			<=> ($a->{pending}{touch}{ddl} || $a->{pending}{touch}{rebuild} || 0) }
-		grep { $_->{pending} } @sess)
-	{
-		settle($d, $may_wait) if $d->{pending};
-	}
-}
-
-# An error's message and detail, without the verbose lines.
-sub short_err
-{
-	my ($e) = @_;
-	return join(' ', grep { /^(ERROR|FATAL|DETAIL|PANIC)/ } split /\n/, $e);
-}
-
-sub fail_on_internal
-{
-	my ($d, $a, $st) = @_;
-	fail_now("$d->{s}{name}: $a->{sql}: $st: $d->{s}{lasterr}")
-	  if $st =~ /^XX/ || $st eq 'dead';
-}
-
-sub finish_action
-{
-	my ($d, $st, $out, $rows) = @_;
-	my $a = $d->{pending};
-	# A statement it waited for (queued ahead of it for a lock, say: a
-	# TRUNCATE waiting for the pgbench load) ended before it, though it
-	# may not have been seen to: judge that one first.  This one stays
-	# pending meanwhile, its end not yet recorded: a statement it blocked
-	# may have ended because this one's transaction did (a deadlock
-	# victim), and must be judged so.
-	$a->{ending} = 1;
-	for my $o (grep { $_->{pending} && $a->{blockers}{ $_->{s}{pid} } } @sess)
-	{
-		settle($o, 1) if $o->{pending};
-	}
-	# So too a DDL statement seen waiting that ended on the server before
-	# this one, but whose output comes later: this one may have queued
-	# behind it for a lock when nobody looked (it waited for something
-	# else when it was seen waiting), e.g. an INSERT into a partition whose
-	# TRUNCATE waited for a transaction whose end let both go.
-	my @ddl = grep {
-		$_ != $d && $_->{pending} && !$_->{pending}{ending} && $_->{pending}{waited}
-		  && ($_->{pending}{touch}{ddl} || $_->{pending}{touch}{rebuild} || %{ $_->{pending}{touch}{trunc} })
-	} @sess;
-	if (@ddl)
-	{
-		my %end = map { my ($pid, $state, $at) = split /\|/; $pid => [ $state, $at ] } split /\n/,
-		  ctl_query('SELECT pid, state, extract(epoch FROM state_change) FROM pg_stat_activity WHERE pid IN ('
-			  . join(',', map { $_->{s}{pid} } $d, @ddl) . ')');
-		my $at = $end{ $d->{s}{pid} }[1];
-		for my $o (@ddl)
-		{
-			my ($state, $oat) = @{ $end{ $o->{s}{pid} } // [] };
-			settle($o, 0)
-			  if $o->{pending} && defined $state && $state =~ /^idle/ && defined $at && $oat <= $at;
-		}
-	}
-	delete $d->{pending};
 	my $t = $d->{tx};
-	trace("$d->{s}{name}: -> $st" . ($st ne '00000' ? ' ' . short_err($d->{s}{lasterr}) : ''));
-	fail_on_internal($d, $a, $st);
-	$a->{out} = $out;
-	$a->{rowcount} = $rows;
-	$a->{done}->($d, $st, $a) if $a->{done};
+	my $ddl = $t && ($t->{ddl} || %{ $t->{trunc} });
+	my $big = $ddl && @{ $t->{bulks} };
+	return (
+		'detach' => $t && !$ddl ? 4 : 0,
+		'drop' => $t && !$ddl ? 2 : 0,
+		# (and, for lookups, more transactions that truncate: a lookup
+		# beside them may wait for their locks, or race with their end)
+		'truncate' => $t && !$ddl ? ($lookups ? 6 : 2) : 0,
+		'bulk large' => $ddl && !$big ? 40 : 0,
+		# beside the pgbench load, rebuild leaves while it inserts
+		'reindex leaf concurrently' => $M{load} ? 15 : 0,
+		'reindex table concurrently' => $M{load} ? 3 : 0,
+		# and detach and attach beside its lookups and UPDATEs by the key
+		'detach concurrently scene' => $more && $M{load} ? 3 : 0,
+		'flap scene' => $more && $M{load} ? 3 : 0,
+		'rollback' => $big ? 6 : 0,
+		'rollback to' => $big ? 4 : 0,
+		# upserts of keys other transactions hold, or other upserts wait
+		# for: more of them (op_upsert prefers those keys)
+		'upsert' => $pg18 && grep({ %{ $_->{where} } } others($t)) ? 30 : 0,
+		'upsert many' => $pg18 && grep({ %{ $_->{where} } } others($t)) ? 10 : 0,
+		# lookups of keys other transactions decide, and races with the
+		# end of a transaction that truncated or took a partition out
+		# (and in the session's own transaction, which is seldom long)
+		'lookup' => !$lookups ? 0
+		  : ($t ? 8 : 0) + (grep({ %{ $_->{where} } } others($t)) ? 4 : 0)
+		  + (grep({ %{ $_->{trunc} } || $_->{ddl} } others($t)) ? 10 : 0),
+		'lookup race' => !$lookups || $t ? 0
+		  : (%prepared || grep({ $_ != $d && $_->{tx} && !$_->{pending} } @sess) ? 4 : 0)
+		  + (grep({ $_ != $d && $_->{tx} && !$_->{pending} && ($_->{tx}{ddl} || %{ $_->{tx}{trunc} }) } @sess) ? 8 : 0));
 }
 
-# The standard end of a statement that changes rows: check the outcome
-# against the verdict taken when it ends (a waiting statement is judged
-# with what the waits decided), then record its effects.
-sub rows_done
-{
-	my ($d, $st, $a) = @_;
-	my $t = $d->{tx} // new_txn();
-	my $v = judge($t, $a->{ops});
-	my %legal = (
-		ok => { '00000' => 1 },
-		fail => { '23505' => 1 },
-		failroute => { '23505' => 1, '23514' => 1 },
-		noroute => { '23514' => 1 },
-		maybe => { '00000' => 1, '23505' => 1, '23514' => 1, '40P01' => 1, '40001' => 1 },
-	);
-	# an upsert that raced it was decided by it (upsert_done)
-	fail_now("$d->{s}{name}: $a->{sql}: $st, but " . join('; ', @{ $a->{must_commit} })
-		  . ': it must have committed' . ($st ne '00000' ? ": $d->{s}{lasterr}" : ''))
-	  if $a->{must_commit} && $st ne '00000';
-	$M{race}{must_commit}++ if $a->{must_commit};
-	if ($a->{race})
-	{
-		$M{race}{plain}{$st}++;
-		# a key of it held by a row when it ended (an upsert's that was
-		# seen to end first, or its holder's): the model knew it would fail
-		$M{race}{plain_known}++ if $st eq '23505' && $v =~ /fail/;
-		# who won: an upsert judged before it inserted the key it failed
-		# on; or tell the racing upserts still running what it did
-		my ($dup) = $st eq '23505' ? $d->{s}{lasterr} =~ /Key \(k(?:, p)?\)=\((\d+)(?:, -?\d+)?\) already exists/ : ();
-		race_won('upsert', $dup) if defined $dup && $a->{ups_took}{$dup};
-		for my $u (map { $_->{pending} } grep { $_ != $d && $_->{pending} && $_->{pending}{upsert} && $_->{pending}{race} } @sess)
-		{
-			$u->{plain_failed}{$dup} = 1 if defined $dup && $u->{race}{$dup};
-			$u->{plain_took}{ $_->[2] } = 1 for grep { $st eq '00000' && $_->[0] eq 'ins' && $u->{race}{ $_->[2] } } @{ $a->{ops} };
-		}
-	}
-	return either_done($d, $st, $a) if $a->{either};
-	# UPDATE and DELETE of one row: is it still there (a partition detached
-	# or dropped while the statement waited takes it away)?
-	if ($a->{row})
-	{
-		my ($slot, $k) = @{ $a->{row} };
-		my $there = view_part($t, $slot)->{attached} && grep { $_ == $slot } key_slots($t, $k);
-		my $n = scalar(split /\n/, $a->{out});
-		# DDL of another session that has not been seen to end may have
-		# taken the row away
-		if (!$there || ($n == 0 && $st eq '00000' && other_ddl($d->{tx})))
-		{
-			fail_now("$d->{s}{name}: $a->{sql}: $st, $n rows where the row is gone")
-			  unless ($st eq '00000' && $n == 0) || $st =~ /^(23514|40P01|40001)$/;
-			stmt_failed($d) if $st ne '00000';
-			return;
-		}
-		fail_now("$d->{s}{name}: $a->{sql}: $n rows where the model has one")
-		  if $st eq '00000' && $n != 1;
-	}
-	my $ok = $legal{$v}{$st} || ($st eq '40P01' && $a->{waited});
-	# COPY routes each row as it reads it, but may check its keys later
-	$ok ||= $a->{data} && $v eq 'fail' && $st eq '23514'
-	  && grep { $_->[0] eq 'ins' && !view_part($t, $_->[1])->{attached} } @{ $a->{ops} };
-	fail_now("$d->{s}{name}: $a->{sql}: $st where the model says $v ("
-		  . join(' ', map { "$_->[2] in " . join(',', key_slots($t, $_->[2])) } grep { $_->[0] eq 'ins' } @{ $a->{ops} }[0 .. min(9, $#{ $a->{ops} })])
-		  . ')'
+#
+# Scenes: several statements of several sessions in one step, each judged
+# as any other.
+#
 
-		  . ($st ne '00000' ? ": $d->{s}{lasterr}" : ''))
-	  unless $ok;
-	if ($st eq '00000')
-	{
-		apply_ops($t, $a->{ops});
-		$a->{after}->($t) if $a->{after};
-		commit_txn($t) unless $d->{tx};
-	}
-	else
-	{
-		stmt_failed($d);
-	}
-}
-
-# An UPDATE or DELETE by the key of a row whose partition a DETACH
-# CONCURRENTLY's first transaction, or an ATTACH, took out or put in while
-# it ran (a scene's race: see detach_scene): it saw the partition in (its
-# row changed: a key it takes is free everywhere) or out (no row), as
-# PostgreSQL's plan would, and nothing else.
-sub either_done
-{
-	my ($d, $st, $a) = @_;
-	my $t = $d->{tx} // new_txn();
-	my ($slot, $k) = @{ $a->{row} };
-	my $n = scalar(split /\n/, $a->{out});
-	$M{dc}{either}{ $st eq '00000' ? ($n ? 'in' : 'out') : $st }++;
-	fail_now("$d->{s}{name}: $a->{sql}: $st, $n rows, where the partition of its row ("
-		  . join(',', key_slots($t, $k)) . ") is in or out: it must find its row or none"
-		  . ($st ne '00000' ? ": $d->{s}{lasterr}" : ''))
-	  unless ($st eq '00000' && ($n == 0 || ($n == 1 && grep { $_ == $slot } key_slots($t, $k))))
-	  || ($st eq '40P01' && ($a->{waited} || $a->{raced}));
-	if ($st ne '00000')
-	{
-		stmt_failed($d);
-		return;
-	}
-	return unless $n;
-	apply_ops($t, $a->{ops});
-	commit_txn($t) unless $d->{tx};
-}
-
-# A statement failed: the transaction (or its innermost savepoint) aborts.
-sub stmt_failed
+# Lookups beside DDL in a transaction, which is seldom open long: a scene
+# of several statements in one step (see lookup_scene).
+sub op_lookup_scene
 {
 	my ($d) = @_;
+	return if $d->{tx} || !ddl_ok($d) || grep { $_->{pending} } @sess;
+	return { play => \&lookup_scene };
+}
+
+# Session d begins a transaction (a savepoint, at times), truncates a
+# partition (or detaches, drops or attaches one, or reindexes a leaf), and
+# at times inserts or bulk-inserts (rebuilding summaries); another session
+# looks keys up (those of the partitions d changed preferred: it waits for
+# their locks); then a third sends a burst of lookups and at once d
+# commits, rolls back, or rolls back to the savepoint.  At times the second
+# session is a REPEATABLE READ transaction that took its snapshot before
+# the DDL, and looks the keys up again after d's end (a TRUNCATE committed
+# since: a serialization failure, or the rows).  Each statement is judged
+# as any other; the scene stops where one of d's waits.
+sub lookup_scene
+{
+	my ($d) = @_;
+	trace("$d->{s}{name}: scene: DDL in a transaction, lookups beside it");
+	$M{lk}{scenes}++;
+	my $rd = pick(grep { $_ != $d && !$_->{pending} && !($_->{tx} && $_->{tx}{aborted}) } @sess);
+	if ($rd && !$rd->{tx} && rand() < 0.5)
+	{
+		run_action($rd, op_begin_rr($rd));
+		my $first = op_lookup($rd);
+		run_action($rd, $first) if $first;
+		return if $rd->{pending};
+	}
+	run_action($d, op_begin($d));
 	my $t = $d->{tx} or return;
-	ghosts(keys %{ $t->{where} });
-	if (@{ $t->{saves} })
+	my $save = rand() < 0.3 && op_savepoint($d);
+	run_action($d, $save) if $save;
+	my $r = rand();
+	my $ddl = ($r < 0.55 ? op_truncate($d)
+		  : $r < 0.7 ? op_detach($d, 0)
+		  : $r < 0.82 ? op_reindex($d, 'leaf')
+		  : $r < 0.9 ? op_drop($d)
+		  : op_attach($d)) || op_truncate($d);
+	run_action($d, $ddl) if $ddl;
+	return if $d->{pending} || $t->{aborted};
+	# rebuild the truncated leaf's summary (as a TRUNCATE rolled back once
+	# was found with, src/README "Lookups"), or others'
+	$r = rand();
+	my $more = $r < 0.35 && defined $ddl->{trunc_slot} ? op_insert_into($d, $ddl->{trunc_slot}, 1 + int(rand(3)))
+	  : $r < 0.5 ? op_insert($d, 1 + int(rand(3)))
+	  : $r < 0.65 ? op_bulk($d, 0) : undef;
+	run_action($d, $more) if $more;
+	return if $d->{pending};
+	# reindexed: its leaf's keys
+	my @keys = race_keys($t);
+	push @keys, sort { $a <=> $b } keys %{ $M{rows}{$1} // {} }
+	  if $ddl && $ddl->{sql} =~ /REINDEX INDEX t_(\d+)_k_idx/;
+	my $lb = $rd && !$rd->{pending} && op_lookup($rd, undef, \@keys);
+	run_action($rd, $lb) if $lb;
+	my $end = ($save && !$t->{aborted} && rand() < 0.4 && op_rollback_to($d))
+	  || op_end($d, !$t->{aborted} && rand() < 0.5 ? 'COMMIT' : 'ROLLBACK');
+	my $c = pick(grep { $_ != $d && !$_->{pending} && !$_->{tx} } @sess);
+	my $lc = $c && op_lookup($c, \@keys);
+	if ($lc)
 	{
-		set_state($t, dclone($t->{saves}[-1][1]));
+		$lc->{raced} = 1;
+		run_action($c, $lc, 1);
 	}
-	else
-	{
-		set_state($t, state_of(new_txn()));
-		$t->{dead} = 1;
-	}
-	$t->{aborted} = 1;
+	run_action($d, $end);
+	settle($c, 1) if $lc && $c->{pending};
+	return unless $rd && $rd->{tx} && $rd->{tx}{rr};
+	settle($rd, 1) if $rd->{pending};
+	my $again = !$rd->{pending} && op_lookup($rd, undef, \@keys);
+	run_action($rd, $again) if $again;
 }
 
-# DDL: must succeed (or be a deadlock victim once it waited).
-sub ddl_done
+# A race of an upsert and a plain statement of one key, set up in one
+# step (the random steps seldom leave a statement waiting long enough for
+# another session to take its key): session d (h) inserts a free key k2
+# in its transaction; session x runs an upsert, or a plain INSERT, COPY
+# or UPDATE, of another free key k1 and k2 (its row of k1 is then in), or
+# of k2 alone, and waits for h; session y runs the other kind, of k1 (and
+# k2), or of k2: it waits for x's row of k1, or for h; then h commits or
+# rolls back, and whichever of x and y is first decides the other's row
+# (src/README, "ON CONFLICT DO NOTHING", point 5).  x and y may be in
+# transaction blocks.  The scene only picks the keys: each statement is
+# judged as any other, and it stops where one does not wait.
+sub op_race_scene
 {
-	my ($d, $st, $a) = @_;
-	if ($st eq '00000')
-	{
-		my $t = $d->{tx} // new_txn();
-		$a->{after}->($t) if $a->{after};
-		commit_txn($t) unless $d->{tx};
-		return;
-	}
-	fail_now("$d->{s}{name}: $a->{sql}: $st: $d->{s}{lasterr}")
-	  unless $st eq '40P01' && ($a->{waited} || others($d->{tx}));
-	stmt_failed($d);
+	my ($d) = @_;
+	return if grep { $_->{pending} || ($_->{tx} && ($_->{tx}{aborted} || $_->{tx}{rr})) } @sess;
+	return if other_ddl(undef);
+	return if race_free_keys() < 2;
+	return { play => \&race_scene };
 }
 
-#
-# The operations.  Each returns an action for session d, or undef if it
-# does not apply now.
-#
-sub hot_key { return 1 + int(rand($M{hot})); }
-
-sub live_keys_untouched
+# Hot keys that no row holds, nor any transaction writes.
+sub race_free_keys
 {
-	my ($t) = @_;
-	my @k;
-	for my $k (1 .. $M{hot})
-	{
-		next if uncertain($t, $k);
-		my @l = live_slots($t, $k);
-		push @k, [ $k, $l[0] ] if @l == 1;
-	}
-	return @k;
+	return grep { !key_slots(undef, $_) && !uncertain(undef, $_) } 1 .. $M{hot};
 }
 
-sub op_insert
+sub race_scene
 {
-	my ($d, $n) = @_;
+	my ($d) = @_;
+	trace("$d->{s}{name}: scene: an upsert races a plain statement");
+	$M{race}{scenes}++;
+	my @free = race_free_keys();
+	my $k2 = pick(@free);
+	my $k1 = pick(grep { $_ != $k2 } @free);
+	my $x = pick(grep { $_ != $d } @sess);
+	my ($y) = grep { $_ != $d && $_ != $x } @sess;
+	run_action($d, op_begin($d)) unless $d->{tx};
+	my $t = $d->{tx} or return;
+	my $ah = race_plain($d, [$k2], 1) or return;
+	run_action($d, $ah);
+	return if $d->{pending} || $t->{aborted};
+	my $upfirst = rand() < 0.5;
+	my $r = rand();
+	my ($kx, $ky) = $r < 0.4 ? ([ $k1, $k2 ], [$k1]) : $r < 0.7 ? ([ $k1, $k2 ], [ $k1, $k2 ]) : ([$k2], [$k2]);
+	my $ax = $upfirst ? race_upsert($x, $kx) : race_plain($x, $kx);
+	run_action($x, $ax) if $ax;
+	if ($x->{pending})
+	{
+		my $ay = $upfirst ? race_plain($y, $ky) : race_upsert($y, $ky);
+		run_action($y, $ay) if $ay && race_ok($y, $ay->{ops}, 1);
+	}
+	run_action($d, op_end($d, rand() < 0.5 ? 'COMMIT' : 'ROLLBACK'));
+}
+
+# A plain statement of session d that inserts keys: an INSERT, a COPY, or
+# (of one key, not $insert) an UPDATE of a live key to it.
+sub race_plain
+{
+	my ($d, $keys, $insert) = @_;
 	my $t = $d->{tx};
 	my @slots = attached_slots($t) or return;
-	my (@rows, @ops);
-	for (1 .. $n)
+	my $r = $insert ? 0.5 : rand();
+	my $u = @$keys == 1 && $r < 0.25 && pick(live_keys_untouched($t));
+	if ($u)
 	{
-		my $slot = pick(@slots);
-		my $k = hot_key();
-		push @rows, [ rand_p($slot), $k ];
-		push @ops, [ 'ins', $slot, $k ];
+		my ($k, $slot) = @$u;
+		return {
+			sql => "UPDATE t SET k = $keys->[0] WHERE k = $k RETURNING k",
+			row => [ $slot, $k ],
+			ops => [ [ 'del', $slot, $k ], [ 'ins', $slot, $keys->[0] ] ],
+			done => \&rows_done
+		};
 	}
-	# at times a key an upsert of another session is checking and
-	# inserting, a race (never so before PostgreSQL 18): race_ok
-	my @uk = upsert_race_keys($d);
-	my $force = @uk && rand() < 0.3;
-	($rows[-1][1], $ops[-1][2]) = (pick(@uk)) x 2 if $force;
-	return unless race_ok($d, \@ops, $force);
-	return {
-		sql => 'INSERT INTO t VALUES '
-		  . join(', ', map { "($_->[0], $_->[1])" } @rows),
+	my @ops = map { [ 'ins', pick(@slots), $_ ] } @$keys;
+	my $a = {
+		sql => 'INSERT INTO t VALUES ' . join(', ', map { '(' . rand_p($_->[1]) . ", $_->[2])" } @ops),
 		ops => \@ops,
 		done => \&rows_done
 	};
+	return $r >= 0.75 ? as_copy($a) : $a;
 }
 
-# An insert of n hot keys into the partition of slot (a lookup scene's).
-sub op_insert_into
+# An upsert of keys by session d (into t, or at times into a partition).
+sub race_upsert
 {
-	my ($d, $slot, $n) = @_;
-	return unless view_part($d->{tx}, $slot)->{attached};
-	my @free = grep { !key_slots($d->{tx}, $_) && !uncertain($d->{tx}, $_) } 1 .. $M{hot};
-	my @ops = map { [ 'ins', $slot, pick(@free) // hot_key() ] } 1 .. $n;
-	return unless race_ok($d, \@ops);
-	return {
-		sql => 'INSERT INTO t VALUES ' . join(', ', map { '(' . rand_p($slot) . ", $_->[2])" } @ops),
-		ops => \@ops,
-		done => \&rows_done
-	};
-}
-
-sub op_copy
-{
-	my ($d) = @_;
-	my $a = op_insert($d, 1 + int(rand(5))) or return;
-	return as_copy($a);
-}
-
-# An INSERT action made a COPY of its rows.
-sub as_copy
-{
-	my ($a) = @_;
-	my @rows = $a->{sql} =~ /\((\d+), (\d+)\)/g;
-	my $data = '';
-	while (my ($p, $k) = splice(@rows, 0, 2))
-	{
-		$data .= "$p\t$k\n";
-	}
-	$a->{sql} = 'COPY t (p, k) FROM STDIN';
-	$a->{data} = $data . "\\.\n";
-	return $a;
-}
-
-sub op_update_key
-{
-	my ($d) = @_;
-	my $t = $d->{tx};
-	my $r = pick(live_keys_untouched($t)) or return;
-	my ($k, $slot) = @$r;
-	my $k2 = hot_key();
-	return if $k2 == $k;
-	return unless race_ok($d, [ [ 'ins', $slot, $k2 ] ]);
-	return {
-		sql => "UPDATE t SET k = $k2 WHERE k = $k RETURNING k",
-		row => [ $slot, $k ],
-		ops => [ [ 'del', $slot, $k ], [ 'ins', $slot, $k2 ] ],
-		done => \&rows_done
-	};
-}
-
-# A non-HOT UPDATE that keeps the key (t_v makes every UPDATE of v
-# non-HOT): gunique's shortcut for it, keepkey.c, searches no other
-# partition.
-sub op_update_keep
-{
-	my ($d) = @_;
-	my $t = $d->{tx};
-	my $r = pick(live_keys_untouched($t)) or return;
-	my ($k, $slot) = @$r;
-	return {
-		sql => "UPDATE t SET v = v + 1 WHERE k = $k RETURNING k",
-		row => [ $slot, $k ],
-		ops => [ [ 'del', $slot, $k ], [ 'ins', $slot, $k ] ],
-		done => \&rows_done
-	};
-}
-
-sub op_move
-{
-	my ($d) = @_;
-	my $t = $d->{tx};
-	my $r = pick(live_keys_untouched($t)) or return;
-	my ($k, $slot) = @$r;
-	my $to = pick(grep { $_ != $slot } attached_slots($t));
-	return unless defined $to;
-	return {
-		sql => 'UPDATE t SET p = ' . rand_p($to) . " WHERE k = $k RETURNING k",
-		row => [ $slot, $k ],
-		ops => [ [ 'del', $slot, $k ], [ 'ins', $to, $k ] ],
-		done => \&rows_done
-	};
-}
-
-sub op_delete
-{
-	my ($d) = @_;
-	my $r = pick(live_keys_untouched($d->{tx})) or return;
-	return {
-		sql => "DELETE FROM t WHERE k = $r->[0] RETURNING k",
-		row => [ $r->[1], $r->[0] ],
-		ops => [ [ 'del', $r->[1], $r->[0] ] ],
-		done => \&rows_done
-	};
-}
-
-#
-# INSERT ... ON CONFLICT DO NOTHING (PostgreSQL 18 only).  A row is
-# inserted iff its key is free for the statement's transaction: no
-# committed live row and no row of its own transaction (an earlier row of
-# the statement included) holds it in any attached partition.  A key
-# another transaction is inserting or deleting makes the statement wait
-# for it, and the statement is judged when it ends, with what that
-# transaction did.  An upsert must never fail with a unique violation,
-# but while a partition is being attached (see upsert_done).
-#
-# Races with plain statements (src/README, "ON CONFLICT DO NOTHING",
-# point 5): a plain INSERT, COPY or UPDATE of a key that an upsert of
-# another session is checking and inserting, or an upsert of a key that
-# a plain statement of another session is writing.  Whichever of the two
-# is first decides: a plain statement's row that is in makes the upsert
-# wait for its transaction and then skip the row (committed) or insert
-# it (rolled back); an upsert whose check passed first makes the plain
-# statement wait for its row and then for its transaction, and fail with
-# a unique violation (committed) or go in (rolled back).  The model
-# cannot order them, so:
-#   - an upsert that ends while such a plain statement in autocommit
-#     runs (not seen to end) takes the row's fate from RETURNING
-#     (upsert_verdict), and if it skipped a key the statement inserts (or
-#     inserted one it deletes), that statement must have committed:
-#     rows_done checks it when it ends;
-#   - a plain statement that ends while such an upsert runs may succeed
-#     or fail (judge: 'maybe', but 'fail' where the key is held by a row
-#     that stays: the upsert can only skip it); its rows are in iff it
-#     succeeded, and the upsert is then judged with them;
-#   - a statement that ends after the other was seen to end is judged as
-#     any other, with what the other did;
-#   - a plain statement in a transaction block (its statement running)
-#     cannot have decided an upsert's row that ended: had it written the
-#     key first, the upsert would wait for its transaction; the upsert is
-#     judged as if it had not run.
-# A plain statement takes a key of a running upsert only if that upsert
-# has RETURNING (it may have to learn its row: race_ok); an upsert that
-# takes a running plain statement's key has it (the key is uncertain).
-#
-
-# Keys the running statements of sessions other than d write: those of
-# upserts ($upsert) or of other statements, each with the actions that
-# write it.
-sub running_keys
-{
-	my ($d, $upsert) = @_;
-	my %k;
-	for my $o (@sess)
-	{
-		next if $o == $d || !$o->{pending} || !$o->{pending}{upsert} != !$upsert;
-		push @{ $k{$_} }, $o->{pending} for sort { $a <=> $b } keys %{ $o->{pending}{touch}{where} };
-	}
-	return \%k;
-}
-
-# Hot keys that running upserts (with RETURNING) of sessions other than d
-# write, for a plain statement of d to race them.
-sub upsert_race_keys
-{
-	my ($d) = @_;
-	my $up = running_keys($d, 1);
-	return grep { $_ < $bulk_base && !grep { !$_->{returning} } @{ $up->{$_} } } sort { $a <=> $b } keys %$up;
-}
-
-# May a plain statement of session d make these row changes, where
-# running upserts of other sessions write some of the keys it inserts?
-# Only if those have RETURNING (one may end while this statement runs,
-# and learn its row), and then half the time ($force: always).
-sub race_ok
-{
-	my ($d, $ops, $force) = @_;
-	my $up = running_keys($d, 1);
-	my @u = map { @{ $up->{ $_->[2] } // [] } } grep { $_->[0] eq 'ins' } @$ops;
-	return 1 unless @u;
-	return 0 if grep { !$_->{returning} } @u;
-	return $force || rand() < 0.5;
-}
-
-# Action a of session d starts: if it is an upsert and a plain statement
-# of another session runs that writes one of its keys, or the other way
-# round, both note the keys in {race} (counted when they end).
-sub race_mark
-{
-	my ($d, $a) = @_;
-	return unless @{ $a->{ops} // [] };
-	for my $o (grep { $_ != $d && $_->{pending} && @{ $_->{pending}{ops} // [] } } @sess)
-	{
-		my $p = $o->{pending};
-		next if !$p->{upsert} == !$a->{upsert};
-		for my $k (grep { $p->{touch}{where}{$_} } keys %{ $a->{touch}{where} })
-		{
-			$a->{race}{$k} = $p->{race}{$k} = 1;
-		}
-	}
-}
-
-# A race of an upsert and a plain statement of key k was won by $who: its
-# row was in first, and the other failed (23505) or skipped it.  The
-# first of each in a round is noted, with the steps before it.
-sub race_won
-{
-	my ($who, $k) = @_;
-	return if $M{race}{won}{$who}++;
-	note("step $stepno: the round's first race won by the $who (key $k):\n"
-		  . join("\n", @trace[ max(0, $#trace - 12) .. $#trace ]));
-}
-
-# A committed bulk key live in t's view (its partition attached, neither
-# truncated, dropped nor its bulk deleted in t), or undef.
-sub bulk_key
-{
-	my ($t) = @_;
-	my $slot = pick(grep { !($t && $t->{trunc}{$_}) } attached_slots($t));
-	return unless defined $slot;
-	my $del = $t ? $t->{bulkdel}{$slot} // {} : {};
-	my @r = grep { !$_->{gone}{$slot} && !$del->{ $_->{lo} } && grep { $_ == $slot } @{ $_->{slots} } } @{ $M{bulks} };
-	my $r = pick(@r) or return;
-	my $n = @{ $r->{slots} };
-	my ($i) = grep { $r->{slots}[$_] == $slot } 0 .. $n - 1;
-	my $first = $r->{lo} + (($i - $r->{lo} % $n) % $n);
-	return if $first > $r->{hi};
-	return $first + $n * int(rand(int(($r->{hi} - $first) / $n) + 1));
-}
-
-# Upsert n rows, into t or into one of its partitions: keys new, held by
-# committed rows, by the session's own transaction, by other transactions
-# (the statement waits), by another session's running upsert, repeated in
-# the statement, or committed bulk keys.  RETURNING whenever another
-# transaction may decide a row, and at random otherwise.
-sub op_upsert
-{
-	my ($d, $n) = @_;
-	my $t = $d->{tx};
-	# not while DDL waits: a statement queued behind it may end before
-	# the model sees the DDL end, and be judged (and applied) before it
-	return if grep { $_->{pending} && ($_->{pending}{touch}{ddl} || $_->{pending}{touch}{rebuild}
-			|| %{ $_->{pending}{touch}{trunc} }) } @sess;
-	my @slots = attached_slots($t) or return;
-	my $plain = running_keys($d, 0);
-	# half the time, keys that running plain statements of other sessions
-	# write are taken too (a race: see above)
-	$plain = {} if %$plain && rand() < 0.5;
-	my $alone = !others($t);
-	# (never a key of the collide scenes, whose rows have u)
-	my @committed = grep { !$plain->{$_} && !is_ukey($_) && live_slots(undef, $_) } sort { $a <=> $b } keys %{ $M{where} };
-	my @own = $t ? grep { !$plain->{$_} && !is_ukey($_) } sort { $a <=> $b } keys %{ $t->{where} } : ();
-	my %oth;
-	for my $o (others($t))
-	{
-		$oth{$_} = 1 for grep { $_ < $bulk_base && !$plain->{$_} && !is_ukey($_) } keys %{ $o->{where} };
-	}
-	my @other = sort { $a <=> $b } keys %oth;
+	my ($d, $keys) = @_;
+	my @slots = attached_slots($d->{tx}) or return;
 	my $direct = rand() < 0.3 ? pick(@slots) : undef;
-	my @rows;    # [slot, p, k]
-	for (1 .. $n)
-	{
-		my $r = rand();
-		my $k;
-		if ($r < 0.35) { $k = pick(@other); }
-		elsif ($r < 0.55) { $k = pick(@committed); }
-		elsif ($r < 0.65) { $k = pick(@own); }
-		elsif ($r < 0.75) { $k = @rows ? $rows[ int(rand(@rows)) ][2] : undef; }
-		elsif ($r < 0.8 && $alone) { $k = bulk_key($t); }
-		$k //= hot_key();
-		return if $plain->{$k};
-		my $slot = $direct // pick(@slots);
-		push @rows, [ $slot, rand_p($slot), $k ];
-	}
+	my @rows = map { my $slot = $direct // pick(@slots); [ $slot, rand_p($slot), $_ ] } @$keys;
 	return upsert_action($d, \@rows, $direct);
-}
-
-# The upsert of rows ([slot, p, k]) by session d, into t or into the
-# partition of slot direct.
-sub upsert_action
-{
-	my ($d, $rows, $direct) = @_;
-	my $t = $d->{tx};
-	my @rows = @$rows;
-	my $up = running_keys($d, 1);
-	$M{ups_stacked}++ if grep { $up->{ $_->[2] } } @rows;
-	my $unc = other_ddl($t) || grep { uncertain($t, $_->[2]) } @rows;
-	my $ret = $unc || rand() < 0.5;
-	my $target = rand() < 0.5 ? ' (k)' : '';
-	$M{ups_direct}++ if defined $direct;
-	return {
-		sql => 'INSERT INTO ' . (defined $direct ? "t_$direct" : 't') . ' VALUES '
-		  . join(', ', map { "($_->[1], $_->[2])" } @rows)
-		  . " ON CONFLICT$target DO NOTHING" . ($ret ? ' RETURNING p, k' : ''),
-		ops => [ map { [ 'ins', $_->[0], $_->[2] ] } @rows ],
-		upsert => 1,
-		rows => \@rows,
-		returning => $ret,
-		ddl_seen => other_ddl($t),
-		attach_seen => attach_about($t),
-		done => \&upsert_done
-	};
-}
-
-# Is another transaction attaching a partition that may hold rows (not
-# one it made), or about to?
-sub attach_about
-{
-	my ($t) = @_;
-	for my $o (others($t))
-	{
-		return 1 if $o->{attach};
-		for my $slot (keys %{ $o->{parts} })
-		{
-			return 1 if $o->{parts}{$slot}{attached} && !$o->{trunc}{$slot}
-			  && !view_part(undef, $slot)->{attached};
-		}
-	}
-	return 0;
-}
-
-# What must have become of an upsert's row of key k (the statement ended
-# without error), in the scratch state of its transaction (its earlier
-# rows applied): 'in', 'skip', 'learn' (work the model cannot order
-# decided it: RETURNING tells), or 'wait' (another transaction holds the
-# key: the statement cannot have ended).  With 'learn' because of one
-# plain statement in autocommit, that statement's session too.
-sub upsert_verdict
-{
-	my ($d, $scratch, $k, $ddl) = @_;
-	my $t = $d->{tx};
-	# only bulk keys live in the transaction's view are chosen, with no
-	# other transaction about
-	return 'skip' if $k >= $bulk_base;
-	my @live = live_slots($scratch, $k);
-	return 'skip' if grep { exists $scratch->{where}{$k}{$_} } @live;
-	return 'learn (DDL)' if $ddl;
-	my @holders = map { [ $_->{s}{name}, $_->{tx}, $_->{pending} ] }
-	  grep { $_ != $d && $_->{tx} && !$_->{tx}{dead} } @sess;
-	push @holders, map { [ "prepared $_", $prepared{$_}, undef ] } sort keys %prepared;
-	for my $h (@holders)
-	{
-		my ($name, $o, $p) = @$h;
-		# a row it inserted, or a committed row it deletes (not one it
-		# inserted and deleted: a dirty snapshot need not wait for that)
-		my $holds = grep { $o->{rows}{$_}{$k} || $M{rows}{$_}{$k} } keys %{ $o->{where}{$k} // {} };
-		next unless $holds;
-		# a statement of its that has not been seen to end may have
-		# ended its transaction (an error, a deadlock victim)
-		return "learn ($name runs)" if $p;
-		return "wait for $name";
-	}
-	# Statements of other sessions running in autocommit that write k:
-	# an upsert may have inserted it and committed, a plain statement
-	# inserted or deleted it and committed (or failed).  One in a
-	# transaction block cannot have decided the row: had it written the
-	# key first, we would wait for its transaction (an upsert's, or a
-	# plain statement's whose statement then failed, taking its change
-	# back, or that cannot have ended yet); as if it had not run.
-	my @race = grep { $_ != $d && $_->{pending} && !$_->{tx} && $_->{pending}{touch}{where}{$k} } @sess;
-	my @plain = grep { !$_->{pending}{upsert} } @race;
-	my %w;    # plain statement's session => {ins => 1, del => 1}: what it does to k
-	for my $o (@plain)
-	{
-		$w{ $o->{s}{name} }{ $_->[0] } = 1 for grep { $_->[2] == $k } @{ $o->{pending}{ops} };
-	}
-	# a row found stays, unless a plain statement deletes it (an insert
-	# or an upsert of the key beside it fails or skips)
-	return 'skip' if @live && !grep { $_->{del} } values %w;
-	return 'in' unless @race;
-	if (@race == 1 && @plain == 1)
-	{
-		my $w = $w{ $plain[0]{s}{name} };
-		# a move, or an UPDATE keeping the key: a row of k is there before
-		# and after
-		return 'skip' if $w->{del} && $w->{ins};
-		return ("learn ($plain[0]{s}{name} " . ($w->{del} ? 'deletes' : 'inserts') . ')', $plain[0]);
-	}
-	return "learn ($race[0]{s}{name} upserts)" unless @plain;
-	return 'learn (' . join(',', map { $_->{s}{name} } @race) . ' write)';
-}
-
-# The end of an upsert.  Its outcome: success, or a deadlock victim once
-# it waited; beside DDL of another transaction (when it began or now),
-# also the errors listed below, and its rows are taken from RETURNING.
-# Each row must then have its verdict, RETURNING give exactly the rows
-# inserted, psql's ROW_COUNT their number, and the session hold no upsert
-# lock.
-sub upsert_done
-{
-	my ($d, $st, $a) = @_;
-	my $t = $d->{tx};
-	my $ddl = $a->{ddl_seen} || other_ddl($t);
-	my $what = "$d->{s}{name}: $a->{sql}";
-	$M{upserts}++;
-	$M{ups_waited}++ if $a->{waited};
-	$M{race}{ups}{$st}++ if $a->{race};
-	my $locks = ctl_query(
-		"SELECT count(*) FROM pg_locks WHERE pid = $d->{s}{pid} AND locktype = 'advisory' AND objsubid = 26485");
-	fail_now("$what: $st, and the session still holds $locks upsert locks") if $locks ne '0';
-	# Beside DDL: a deadlock, a row's partition detached (23514), a
-	# serialization failure of the lookup after a TRUNCATE (40001); a
-	# unique violation only where a partition that may hold the key is
-	# being attached (it may join the tree between the check and the
-	# insert, as a plain insert of the key may).
-	my %legal = ('00000' => 1);
-	$legal{'40P01'} = 1 if $a->{waited};
-	%legal = map { $_ => 1 } qw(00000 23514 40P01 40001) if $ddl;
-	$legal{'23505'} = 1 if $a->{attach_seen} || attach_about($t);
-	fail_now("$what: $st where the model allows " . join('/', sort keys %legal)
-		  . ' (' . join(' ', map { "$_->[2] in " . join(',', key_slots($t, $_->[2])) } @{ $a->{rows} }) . ")"
-		  . ($st ne '00000' ? ": $d->{s}{lasterr}" : ''))
-	  unless $legal{$st};
-	if ($st ne '00000')
-	{
-		$M{ups_err}{$st}++;
-		note("step $stepno: $what: $st beside DDL: " . short_err($d->{s}{lasterr})
-			  . "\n" . join("\n", @trace[ max(0, $#trace - 15) .. $#trace ]))
-		  if $st ne '40P01';
-		stmt_failed($d);
-		return;
-	}
-	my %ret;
-	$ret{$_}++ for split /\n/, $a->{out};
-	my $scratch = dclone(state_of($t // new_txn()));
-	my (@ins, @verdicts);
-	for my $r (@{ $a->{rows} })
-	{
-		my ($slot, $p, $k) = @$r;
-		my ($v, $racer) = upsert_verdict($d, $scratch, $k, $ddl);
-		push @verdicts, "$k:" . ($v =~ s/ /_/gr);
-		fail_now("$what: ended where it must still wait (key $k, $v): "
-			  . join(' ', @verdicts))
-		  if $v =~ /^wait/;
-		my $why = $v =~ /^learn \(.*?(\w+)\)/ && $1;
-		if ($why)
-		{
-			$M{ups_learn_why}{$why}++;
-			fail_now("$what: key $k was decided by work the model cannot order, "
-				  . 'and there is no RETURNING (it waited where nothing should hold it up?)')
-			  unless $a->{returning};
-			$M{ups_learned}++;
-			$v = $ret{"$p|$k"} ? 'in' : 'skip';
-			$M{race}{ups_learned}{$v}++ if $why =~ /^(inserts|deletes|write)$/;
-		}
-		# the one plain statement that raced it decided the row: if the
-		# row was skipped for its insert, or inserted for its delete, it
-		# committed
-		push @{ $racer->{pending}{must_commit} },
-		  "$d->{s}{name}'s upsert (step $stepno) " . ($v eq 'in' ? 'inserted' : 'skipped') . " key $k, which it $why"
-		  if $racer && ($v eq 'in') == ($why eq 'deletes');
-		if ($a->{race}{$k})
-		{
-			$M{race}{ups_rows}{$v}++;
-			if ($v eq 'in')
-			{
-				# a racing plain statement judged before failed on it, or
-				# one still running is told
-				race_won('upsert', $k) if $a->{plain_failed}{$k};
-				$_->{pending}{ups_took}{$k} = 1
-				  for grep { $_ != $d && $_->{pending} && !$_->{pending}{upsert} && ($_->{pending}{race} // {})->{$k} } @sess;
-			}
-			elsif ($a->{plain_took}{$k} || ($racer && $why eq 'inserts'))
-			{
-				race_won('plain statement', $k);
-			}
-		}
-		if ($v eq 'in')
-		{
-			fail_now("$what: key $k ($p) not returned where it must be inserted: "
-				  . join(' ', @verdicts) . "; returned: " . join(' ', split /\n/, $a->{out}))
-			  if $a->{returning} && !$ret{"$p|$k"}--;
-			txn_set_row($scratch, $slot, $k, 1);
-			push @ins, [ 'ins', $slot, $k ];
-			$M{ups_in}++;
-		}
-		else
-		{
-			fail_now("$what: key $k ($p) returned where it must be skipped: "
-				  . join(' ', @verdicts) . "; returned: " . join(' ', split /\n/, $a->{out}))
-			  if $ret{"$p|$k"};
-			$M{ups_skip}++;
-		}
-	}
-	my @extra = grep { $ret{$_} } sort keys %ret;
-	fail_now("$what: returned rows it did not insert: @extra (" . join(' ', @verdicts) . ')')
-	  if @extra;
-	fail_now("$what: ROW_COUNT $a->{rowcount} where the model inserts " . scalar(@ins)
-		  . ' (' . join(' ', @verdicts) . ')')
-	  if $a->{rowcount} ne scalar(@ins);
-	trace("$d->{s}{name}: upsert " . join(' ', @verdicts));
-	my $tx = $t // new_txn();
-	apply_ops($tx, \@ins);
-	commit_txn($tx) unless $t;
 }
 
 #
@@ -1756,8 +758,6 @@ sub upsert_done
 # u, both), so that each outcome is reached in a round.  The upsert's
 # outcome is judged when it ends, by the rows b's end left.
 #
-sub is_ukey { my ($k) = @_; return $M{uidx} && $k >= $M{ulo} && $k <= $M{uhi}; }
-
 # Does a row of t's view in slot's partition hold u on t_up?
 sub u_held
 {
@@ -1773,7 +773,7 @@ sub op_collide_scene
 	return if grep { $_->{pending} || ($_->{tx} && ($_->{tx}{aborted} || $_->{tx}{rr})) } @sess;
 	return if other_ddl(undef) || scalar(attached_slots(undef)) < 2;
 	return if grep { grep { is_ukey($_) } keys %{ $_->{where} } } (map { $_->{tx} // () } @sess), values %prepared;
-	return { collide_scene => 1 };
+	return { play => \&collide_scene };
 }
 
 # An insert of key k with its u into slot's partition, by session d: it
@@ -1918,909 +918,6 @@ sub collide_done
 	commit_txn($tx) unless $t;
 }
 
-# A race of an upsert and a plain statement of one key, set up in one
-# step (the random steps seldom leave a statement waiting long enough for
-# another session to take its key): session d (h) inserts a free key k2
-# in its transaction; session x runs an upsert, or a plain INSERT, COPY
-# or UPDATE, of another free key k1 and k2 (its row of k1 is then in), or
-# of k2 alone, and waits for h; session y runs the other kind, of k1 (and
-# k2), or of k2: it waits for x's row of k1, or for h; then h commits or
-# rolls back, and whichever of x and y is first decides the other's row
-# (src/README, "ON CONFLICT DO NOTHING", point 5).  x and y may be in
-# transaction blocks.  The scene only picks the keys: each statement is
-# judged as any other, and it stops where one does not wait.
-sub op_race_scene
-{
-	my ($d) = @_;
-	return if grep { $_->{pending} || ($_->{tx} && ($_->{tx}{aborted} || $_->{tx}{rr})) } @sess;
-	return if other_ddl(undef);
-	return if race_free_keys() < 2;
-	return { race_scene => 1 };
-}
-
-# Hot keys that no row holds, nor any transaction writes.
-sub race_free_keys
-{
-	return grep { !key_slots(undef, $_) && !uncertain(undef, $_) } 1 .. $M{hot};
-}
-
-sub race_scene
-{
-	my ($d) = @_;
-	trace("$d->{s}{name}: scene: an upsert races a plain statement");
-	$M{race}{scenes}++;
-	my @free = race_free_keys();
-	my $k2 = pick(@free);
-	my $k1 = pick(grep { $_ != $k2 } @free);
-	my $x = pick(grep { $_ != $d } @sess);
-	my ($y) = grep { $_ != $d && $_ != $x } @sess;
-	run_action($d, op_begin($d)) unless $d->{tx};
-	my $t = $d->{tx} or return;
-	my $ah = race_plain($d, [$k2], 1) or return;
-	run_action($d, $ah);
-	return if $d->{pending} || $t->{aborted};
-	my $upfirst = rand() < 0.5;
-	my $r = rand();
-	my ($kx, $ky) = $r < 0.4 ? ([ $k1, $k2 ], [$k1]) : $r < 0.7 ? ([ $k1, $k2 ], [ $k1, $k2 ]) : ([$k2], [$k2]);
-	my $ax = $upfirst ? race_upsert($x, $kx) : race_plain($x, $kx);
-	run_action($x, $ax) if $ax;
-	if ($x->{pending})
-	{
-		my $ay = $upfirst ? race_plain($y, $ky) : race_upsert($y, $ky);
-		run_action($y, $ay) if $ay && race_ok($y, $ay->{ops}, 1);
-	}
-	run_action($d, op_end($d, rand() < 0.5 ? 'COMMIT' : 'ROLLBACK'));
-}
-
-# A plain statement of session d that inserts keys: an INSERT, a COPY, or
-# (of one key, not $insert) an UPDATE of a live key to it.
-sub race_plain
-{
-	my ($d, $keys, $insert) = @_;
-	my $t = $d->{tx};
-	my @slots = attached_slots($t) or return;
-	my $r = $insert ? 0.5 : rand();
-	my $u = @$keys == 1 && $r < 0.25 && pick(live_keys_untouched($t));
-	if ($u)
-	{
-		my ($k, $slot) = @$u;
-		return {
-			sql => "UPDATE t SET k = $keys->[0] WHERE k = $k RETURNING k",
-			row => [ $slot, $k ],
-			ops => [ [ 'del', $slot, $k ], [ 'ins', $slot, $keys->[0] ] ],
-			done => \&rows_done
-		};
-	}
-	my @ops = map { [ 'ins', pick(@slots), $_ ] } @$keys;
-	my $a = {
-		sql => 'INSERT INTO t VALUES ' . join(', ', map { '(' . rand_p($_->[1]) . ", $_->[2])" } @ops),
-		ops => \@ops,
-		done => \&rows_done
-	};
-	return $r >= 0.75 ? as_copy($a) : $a;
-}
-
-# An upsert of keys by session d (into t, or at times into a partition).
-sub race_upsert
-{
-	my ($d, $keys) = @_;
-	my @slots = attached_slots($d->{tx}) or return;
-	my $direct = rand() < 0.3 ? pick(@slots) : undef;
-	my @rows = map { my $slot = $direct // pick(@slots); [ $slot, rand_p($slot), $_ ] } @$keys;
-	return upsert_action($d, \@rows, $direct);
-}
-
-# Many new keys at once, spread over the attached partitions: enough, in
-# the large case, for the group's filter (or the leaves') to be outgrown
-# and rebuilt.  A filter is made for twice the keys it has been given, so
-# a large bulk gives it more keys than all bulks of the table so far.
-# Bulk keys are never taken twice, nor changed one by one: the model keeps
-# each bulk as one record {lo, hi, slots (key g goes to slots[g % n]),
-# gone (slots whose share was truncated, dropped or deleted)}.
-sub op_bulk
-{
-	my ($d, $large) = @_;
-	my $t = $d->{tx};
-	my @slots = attached_slots($t) or return;
-	return if other_ddl($t);
-	my $n = 200 + int(rand(300));
-	$n = min(400_000, max($M{bulk}, 3 * $M{bulk_sent})) if $large;
-	$M{large}++ if $large;
-	$M{large_ddl}++ if $large && $t && ($t->{ddl} || %{ $t->{trunc} });
-	$M{bulk_sent} += $n;
-	my $lo = $M{next_bulk};
-	my $hi = $lo + $n - 1;
-	return if $hi >= $load_base;
-	$M{next_bulk} = $hi + 1;
-	my @ps = map { $_ * 10 } @slots;
-	return {
-		sql => 'INSERT INTO t SELECT (ARRAY[' . join(',', @ps) . '])[1 + g % '
-		  . scalar(@ps) . "], g FROM generate_series($lo, $hi) g",
-		ddl => 0,
-		done => sub {
-			my ($d, $st, $a) = @_;
-			my $v = other_ddl($d->{tx}) ? 'maybe' : 'ok';
-			fail_now("$d->{s}{name}: $a->{sql}: $st where the model says $v: $d->{s}{lasterr}")
-			  unless $st eq '00000'
-			  || ($v eq 'maybe' && $st =~ /^(23514|40P01)$/)
-			  || ($st eq '40P01' && $a->{waited});
-			if ($st ne '00000')
-			{
-				stmt_failed($d);
-				return;
-			}
-			my $rec = { lo => $lo, hi => $hi, slots => \@slots, gone => {} };
-			if ($d->{tx})
-			{
-				push @{ $d->{tx}{bulks} }, $rec;
-			}
-			else
-			{
-				push @{ $M{bulks} }, $rec;
-				ver_commit(new_txn());
-			}
-		}
-	};
-}
-
-# Delete every bulk key (only with no other transaction about).
-sub op_bulk_delete
-{
-	my ($d) = @_;
-	my $t = $d->{tx};
-	return if others($t);
-	return {
-		sql => "DELETE FROM t WHERE k >= $bulk_base AND k < $load_base",
-		bulkdel => 1,
-		done => sub {
-			my ($d, $st, $a) = @_;
-			fail_now("$d->{s}{name}: $a->{sql}: $st: $d->{s}{lasterr}")
-			  unless $st eq '00000';
-			my $t = $d->{tx} // new_txn();
-			# other sessions may commit bulks before this transaction
-			# ends: the DELETE did not see them
-			my %seen = map { $_->{lo} => 1 } @{ $M{bulks} };
-			for my $slot (attached_slots($t))
-			{
-				$t->{bulkdel}{$slot} = { %{ $t->{bulkdel}{$slot} // {} }, %seen };
-				$_->{gone}{$slot} = 1 for @{ $t->{bulks} };
-			}
-			commit_txn($t) unless $d->{tx};
-		}
-	};
-}
-
-# Committed bulk keys per slot: {slot => [count, sum]}.
-sub bulk_totals
-{
-	my %tot;
-	for my $r (@{ $M{bulks} })
-	{
-		my $n = @{ $r->{slots} };
-		for my $i (0 .. $n - 1)
-		{
-			my $slot = $r->{slots}[$i];
-			next if $r->{gone}{$slot};
-			# g in [lo, hi] with g % n == i
-			my $first = $r->{lo} + (($i - $r->{lo} % $n) % $n);
-			next if $first > $r->{hi};
-			my $cnt = int(($r->{hi} - $first) / $n) + 1;
-			$tot{$slot}[0] += $cnt;
-			$tot{$slot}[1] += $cnt * $first + $n * $cnt * ($cnt - 1) / 2;
-		}
-	}
-	return \%tot;
-}
-
-# Committed bulk keys, in all.
-sub bulk_count
-{
-	return List::Util::sum(0, map { $_->[0] } values %{ bulk_totals() });
-}
-
-# A few committed bulk keys of the slot.
-sub bulk_sample
-{
-	my ($slot, $want) = @_;
-	my @r = grep { !$_->{gone}{$slot} && grep { $_ == $slot } @{ $_->{slots} } } @{ $M{bulks} };
-	my @k;
-	for (1 .. $want)
-	{
-		my $r = pick(@r) or last;
-		my $n = @{ $r->{slots} };
-		my ($i) = grep { $r->{slots}[$_] == $slot } 0 .. $n - 1;
-		my $first = $r->{lo} + (($i - $r->{lo} % $n) % $n);
-		next if $first > $r->{hi};
-		push @k, $first + $n * int(rand(int(($r->{hi} - $first) / $n) + 1));
-	}
-	return @k;
-}
-
-# DDL is run only while no other session has DDL open or waiting, nor
-# an upsert waiting (its outcome is judged with the DDL that was about
-# when it began: see upsert_done).
-sub ddl_ok
-{
-	my ($d) = @_;
-	return 0 if grep { $_->{pending} && $_->{pending}{upsert} } @sess;
-	return !other_ddl($d->{tx}) && !($d->{tx} && $d->{tx}{ddl} > 3);
-}
-
-sub op_detach
-{
-	my ($d, $conc) = @_;
-	my $t = $d->{tx};
-	return if $conc && $t;
-	return unless ddl_ok($d);
-	my @slots = attached_slots($t);
-	return if @slots < 3;
-	my $slot = pick(@slots);
-	return {
-		sql => "ALTER TABLE t DETACH PARTITION t_$slot" . ($conc ? ' CONCURRENTLY' : ''),
-		ddl => 1,
-		dconc => $conc,
-		done => \&ddl_done,
-		after => sub { $_[0]{parts}{$slot} = { exists => 1, attached => 0 }; $_[0]{ddl}++; }
-	};
-}
-
-sub op_attach
-{
-	my ($d) = @_;
-	my $t = $d->{tx};
-	return unless ddl_ok($d);
-	# (a table detached before ALTER COLUMN TYPE keeps its key's type, and
-	# cannot be attached until t's is that again)
-	my $slot = pick(grep { !view_part($t, $_)->{attached} && slot_type($t, $_) eq t_type($t) } existing_slots($t));
-	return unless defined $slot;
-	return attach_action($slot);
-}
-
-sub attach_action
-{
-	my ($slot) = @_;
-	my ($lo, $hi) = slot_bounds($slot);
-	return {
-		sql => "ALTER TABLE t ATTACH PARTITION t_$slot FOR VALUES FROM ($lo) TO ($hi)",
-		ddl => 1,
-		done => sub {
-			my ($d, $st, $a) = @_;
-			my $v = attach_verdict($d->{tx}, $slot);
-			my %legal = (
-				ok => { '00000' => 1 },
-				fail => { '23505' => 1 },
-				maybe => { '00000' => 1, '23505' => 1, '40P01' => 1 });
-			fail_now("$d->{s}{name}: $a->{sql}: $st where the model says $v: $d->{s}{lasterr}")
-			  unless $legal{$v}{$st} || ($st eq '40P01' && $a->{waited});
-			if ($st eq '00000')
-			{
-				my $t = $d->{tx} // new_txn();
-				$t->{parts}{$slot} = { exists => 1, attached => 1 };
-				$t->{ddl}++;
-				commit_txn($t) unless $d->{tx};
-			}
-			else
-			{
-				stmt_failed($d);
-			}
-		}
-	};
-}
-
-# Will ATTACH of the table of slot find one of its keys elsewhere?
-sub attach_verdict
-{
-	my ($t, $slot) = @_;
-	my %mine;
-	$mine{$_} = 1 for keys %{ $M{rows}{$slot} // {} };
-	$mine{$_} = 1 for ($t ? keys %{ $t->{rows}{$slot} // {} } : ());
-	my $v = 'ok';
-	for my $k (keys %mine)
-	{
-		next unless grep { $_ == $slot } key_slots($t, $k);
-		my $unc = uncertain($t, $k);
-		return 'fail' if !$unc && live_slots($t, $k);
-		$v = 'maybe' if $unc;
-	}
-	return $v;
-}
-
-sub op_drop
-{
-	my ($d) = @_;
-	my $t = $d->{tx};
-	return unless ddl_ok($d);
-	my @slots = existing_slots($t);
-	return if scalar(attached_slots($t)) < 3;
-	my $slot = pick(@slots);
-	return {
-		sql => "DROP TABLE t_$slot",
-		ddl => 1,
-		done => \&ddl_done,
-		after => sub {
-			my ($t) = @_;
-			$t->{parts}{$slot} = { exists => 0, attached => 0 };
-			drop_rows($t, $slot);
-			$t->{ddl}++;
-		}
-	};
-}
-
-sub drop_rows
-{
-	my ($t, $slot) = @_;
-	for my $k (keys %{ $t->{rows}{$slot} // {} })
-	{
-		delete $t->{where}{$k}{$slot};
-		delete $t->{where}{$k} unless %{ $t->{where}{$k} };
-	}
-	$t->{rows}{$slot} = {};
-	$t->{trunc}{$slot} = 1;
-	$_->{gone}{$slot} = 1 for @{ $t->{bulks} };
-}
-
-sub op_truncate
-{
-	my ($d) = @_;
-	my $t = $d->{tx};
-	return unless ddl_ok($d);
-	my $slot = pick(existing_slots($t));
-	return unless defined $slot;
-	return {
-		sql => "TRUNCATE t_$slot",
-		ddl => 0,
-		trunc_slot => $slot,
-		rebuild => 1,
-		done => \&ddl_done,
-		after => sub { drop_rows($_[0], $slot); $_[0]{rewrote}{$slot} = 1; }
-	};
-}
-
-sub op_create
-{
-	my ($d) = @_;
-	my $t = $d->{tx};
-	return unless ddl_ok($d);
-	my $slot = pick(grep { !view_part($t, $_)->{exists} } (0 .. $M{nslots} - 1));
-	return unless defined $slot;
-	my ($lo, $hi) = slot_bounds($slot);
-	return {
-		sql => "CREATE TABLE t_$slot PARTITION OF t FOR VALUES FROM ($lo) TO ($hi)",
-		ddl => 1,
-		done => \&ddl_done,
-		after => sub {
-			my ($t) = @_;
-			$t->{parts}{$slot} = { exists => 1, attached => 1 };
-			$t->{ktypes}{$slot} = t_type($t);
-			drop_rows($t, $slot);
-			$t->{ddl}++;
-		}
-	};
-}
-
-sub op_reindex
-{
-	my ($d, $how) = @_;
-	my $t = $d->{tx};
-	return if $how ne 'leaf' && $t;
-	return unless ddl_ok($d);
-	my $slot = pick(existing_slots($t));
-	return unless defined $slot;
-	my %sql = (
-		leaf => "REINDEX INDEX t_${slot}_k_idx",
-		leafconc => "REINDEX INDEX CONCURRENTLY t_${slot}_k_idx",
-		table => 'REINDEX TABLE t',
-		tableconc => 'REINDEX TABLE CONCURRENTLY t',
-		# not TRUNCATE: truncating each partition's heap waits up to 5 s
-		# for a lock another session's transaction holds, with nothing
-		# pg_blocking_pids shows (seed 81, 1000 steps, round 8 of 10)
-		vacuum => 'VACUUM (TRUNCATE false) t');
-	return { sql => $sql{$how}, rebuild => 1, done => \&ddl_done };
-}
-
-#
-# ALTER TABLE t ALTER COLUMN k TYPE: rewrites every attached partition and
-# rebuilds its indexes under AccessExclusiveLock (DDL: it waits for every
-# transaction that locked t, and every statement on t waits for it), in
-# autocommit or in a transaction.  Between int and bigint or numeric,
-# keeping every key (USING k), or changing key k1 to k2 (a CASE): if
-# another row of an attached partition holds k2, a duplicate, which must
-# fail with a unique violation and change nothing; else k1's row then has
-# k2.  A table detached before keeps its type (op_attach).  Only where
-# the server can (alter_probe: PostgreSQL refuses to rebuild a gunique
-# index of a partitioned table without gunique's help).
-#
-my ($alter_ok, $alter_why) = (0, 'not tried');
-
-sub alter_probe
-{
-	return unless $more;
-	my ($out, $err) = ('', '');
-	my $ret = $node->psql(
-		'postgres', q{
-CREATE TABLE gu_alter_probe (p int, k int) PARTITION BY RANGE (p);
-CREATE TABLE gu_alter_probe_0 PARTITION OF gu_alter_probe FOR VALUES FROM (0) TO (10);
-CREATE TABLE gu_alter_probe_1 PARTITION OF gu_alter_probe FOR VALUES FROM (10) TO (20);
-CREATE UNIQUE INDEX gu_alter_probe_k ON gu_alter_probe USING gunique (k);
-INSERT INTO gu_alter_probe VALUES (1, 1), (11, 2);
-ALTER TABLE gu_alter_probe ALTER COLUMN k TYPE bigint;
-},
-		stdout => \$out,
-		stderr => \$err);
-	$node->safe_psql('postgres', 'DROP TABLE IF EXISTS gu_alter_probe');
-	$alter_ok = $ret == 0;
-	$alter_why = $alter_ok ? 'works' : join(' ', grep { /ERROR/ } split /\n/, $err);
-	note('ALTER COLUMN TYPE of a gunique key: '
-		  . ($alter_ok ? 'works, run' : "skipped in every round ($alter_why)"));
-}
-
-sub op_alter_type
-{
-	my ($d) = @_;
-	my $t = $d->{tx};
-	return unless $alter_ok && ddl_ok($d);
-	# a rewrite of a table that bulk inserts made large takes long
-	return if bulk_count() > 50_000;
-	my $from = t_type($t);
-	my $to = $from ne 'int' ? 'int' : rand() < 0.7 ? 'bigint' : 'numeric';
-	my ($k1, $k2);
-	my $using = "k::$to";
-	# in turn: a duplicate (a key another row holds), every key kept, a
-	# key changed to a free one
-	my $kind = $M{alter_kind}++ % 3;
-	if ($kind != 1 && (my $r = pick(live_keys_untouched($t))))
-	{
-		$k1 = $r->[0];
-		$k2 = $kind == 0
-		  ? pick(grep { $_ != $k1 && live_slots($t, $_) && !uncertain($t, $_) } 1 .. $M{hot})
-		  : pick(grep { !key_slots($t, $_) && !uncertain($t, $_) } 1 .. $M{hot});
-		$using = "(CASE WHEN k = $k1 THEN $k2 ELSE k END)::$to" if defined $k2;
-	}
-	# (the view of t depends on k: made again, in the same statement)
-	return {
-		sql => "DO \$\$BEGIN DROP VIEW tv; ALTER TABLE t ALTER COLUMN k TYPE $to USING $using; "
-		  . "CREATE VIEW tv AS SELECT k, p FROM t; END\$\$",
-		label => "ALTER TABLE t ALTER COLUMN k TYPE $to USING $using",
-		ddl => 1,
-		alter => 1,
-		done => sub { alter_done(@_, $to, $k1, $k2) },
-	};
-}
-
-# The end of an ALTER COLUMN TYPE: judged with the rows as they are when
-# it ends (every transaction that could change them had to end first).
-sub alter_done
-{
-	my ($d, $st, $a, $to, $k1, $k2) = @_;
-	my $t = $d->{tx} // new_txn();
-	my @s1 = defined $k2 ? live_slots($t, $k1) : ();
-	my $v = @s1 && live_slots($t, $k2) ? 'fail' : 'ok';
-	my $how = (defined $k2 ? ($v eq 'fail' ? 'duplicate' : 'key changed') : 'keys kept') . ($d->{tx} ? ', in a transaction' : '');
-	$M{alter}{"$how: $st"}++;
-	fail_now("$d->{s}{name}: $a->{sql}: $st where the model says $v (keys $k1 in "
-		  . join(',', key_slots($t, $k1)) . ', ' . ($k2 // '-') . ' in ' . join(',', defined $k2 ? key_slots($t, $k2) : ()) . ')'
-		  . ($st ne '00000' ? ": $d->{s}{lasterr}" : ''))
-	  unless $st eq ($v eq 'ok' ? '00000' : '23505')
-	  || ($st eq '40P01' && ($a->{waited} || others($d->{tx})));
-	if ($st ne '00000')
-	{
-		stmt_failed($d);
-		return;
-	}
-	if (@s1)
-	{
-		txn_set_row($t, $s1[0], $k1, 0);
-		txn_set_row($t, $s1[0], $k2, 1);
-	}
-	$t->{ktype} = $to;
-	$t->{ktypes}{$_} = $to for attached_slots($t);
-	# new storage, as TRUNCATE's: a lookup whose snapshot is older (one
-	# that took it, then waited for the lock) reads it empty, or fails to
-	# serialize (lookup_judge)
-	$t->{rewrote}{$_} = 1 for attached_slots($t);
-	$t->{ddl}++;
-	commit_txn($t) unless $d->{tx};
-}
-
-sub op_begin
-{
-	my ($d) = @_;
-	return if $d->{tx};
-	return {
-		sql => 'BEGIN',
-		done => sub { $_[0]{tx} = new_txn(); }
-	};
-}
-
-sub op_end
-{
-	my ($d, $how) = @_;
-	my $t = $d->{tx} or return;
-	return if $how eq 'COMMIT' && $t->{aborted};
-	if ($how eq 'PREPARE')
-	{
-		return if $t->{aborted} || $t->{ddl} || %{ $t->{trunc} } || keys(%prepared) >= 4;
-		my $gid = 'g' . ++$M{gid};
-		return {
-			sql => "PREPARE TRANSACTION '$gid'",
-			done => sub {
-				my ($d, $st) = @_;
-				fail_now("PREPARE TRANSACTION: $st") unless $st eq '00000';
-				$prepared{$gid} = delete $d->{tx};
-			}
-		};
-	}
-	return {
-		sql => $how,
-		done => sub {
-			my ($d, $st) = @_;
-			fail_now("$how: $st: $d->{s}{lasterr}") unless $st eq '00000';
-			my $t = delete $d->{tx};
-			commit_txn($t) if $how eq 'COMMIT';
-			ghosts(keys %{ $t->{where} }) if $how ne 'COMMIT';
-		}
-	};
-}
-
-sub op_finish_prepared
-{
-	my ($d, $commit) = @_;
-	return if $d->{tx};
-	my $gid = pick(sort keys %prepared) or return;
-	return {
-		sql => ($commit ? 'COMMIT' : 'ROLLBACK') . " PREPARED '$gid'",
-		done => sub {
-			my ($d, $st) = @_;
-			fail_now("finishing $gid: $st: $d->{s}{lasterr}") unless $st eq '00000';
-			my $t = delete $prepared{$gid};
-			commit_txn($t) if $commit;
-			ghosts(keys %{ $t->{where} }) unless $commit;
-		}
-	};
-}
-
-sub op_savepoint
-{
-	my ($d) = @_;
-	my $t = $d->{tx} or return;
-	return if $t->{aborted} || @{ $t->{saves} } >= 3;
-	my $name = 's' . ++$t->{nsave};
-	return {
-		sql => "SAVEPOINT $name",
-		done => sub { push @{ $t->{saves} }, [ $name, copy_state($t) ]; }
-	};
-}
-
-sub op_rollback_to
-{
-	my ($d) = @_;
-	my $t = $d->{tx} or return;
-	return unless @{ $t->{saves} };
-	my $i = int(rand(@{ $t->{saves} }));
-	my $name = $t->{saves}[$i][0];
-	return {
-		sql => "ROLLBACK TO SAVEPOINT $name",
-		done => sub {
-			my ($d, $st) = @_;
-			fail_now("ROLLBACK TO: $st") unless $st eq '00000';
-			splice(@{ $t->{saves} }, $i + 1);
-			set_state($t, dclone($t->{saves}[$i][1]));
-			$t->{aborted} = 0;
-		}
-	};
-}
-
-sub op_release
-{
-	my ($d) = @_;
-	my $t = $d->{tx} or return;
-	return if $t->{aborted} || !@{ $t->{saves} };
-	my $i = int(rand(@{ $t->{saves} }));
-	return {
-		sql => "RELEASE SAVEPOINT $t->{saves}[$i][0]",
-		done => sub { splice(@{ $t->{saves} }, $i); }
-	};
-}
-
-#
-# Lookups by the key: see the header for the model's rules.
-#
-
-# Could a statement running in autocommit commit what a lookup may see at a
-# moment the model cannot place?  DDL (DETACH CONCURRENTLY commits its first
-# transaction, then waits), TRUNCATE and the bulk delete can wait for the
-# pgbench load's locks, and commit once the load lets them go.
-sub lookup_unsafe
-{
-	my ($a) = @_;
-	return $a->{ddl} || defined $a->{trunc_slot} || $a->{bulkdel};
-}
-
-# The keys that statements of other sessions running in autocommit write,
-# or undef if one of them is unsafe for a lookup to run beside.
-sub lookup_busy
-{
-	my ($d) = @_;
-	my %busy;
-	for my $o (grep { $_ != $d && $_->{pending} && !$_->{tx} } @sess)
-	{
-		return if lookup_unsafe($o->{pending});
-		$busy{$_} = 1 for keys %{ $o->{pending}{touch}{where} };
-	}
-	return \%busy;
-}
-
-# Must session d's action (not a lookup) wait until the running lookups
-# have ended?  In autocommit, if it is unsafe or writes one of their keys.
-sub lookup_interferes
-{
-	my ($d, $a) = @_;
-	return 0 if $d->{tx} || $a->{lookup};
-	my @run = grep { $_ != $d && $_->{pending} && $_->{pending}{lookup} } @sess;
-	return 0 unless @run;
-	return 1 if lookup_unsafe($a);
-	my %k = map { $_ => 1 } map { @{ $_->{pending}{lookup}{keys} } } @run;
-	return scalar grep { $k{ $_->[2] } } @{ $a->{ops} // [] };
-}
-
-sub any_bulk_key
-{
-	my $r = pick(@{ $M{bulks} }) or return;
-	return $r->{lo} + int(rand($r->{hi} - $r->{lo} + 1));
-}
-
-# Keys written by t (and one of its bulk keys).
-sub own_keys
-{
-	my ($t) = @_;
-	return () unless $t;
-	my @k = sort { $a <=> $b } grep { $_ < $bulk_base } keys %{ $t->{where} };
-	my $r = pick(@{ $t->{bulks} });
-	push @k, $r->{lo} + int(rand($r->{hi} - $r->{lo} + 1)) if $r;
-	return @k;
-}
-
-# Keys that transactions other than t hold: open, prepared, or written by
-# running statements, and the committed keys of the partitions they
-# truncated (and one of their bulk keys).
-sub other_keys
-{
-	my ($t) = @_;
-	my (%k, @b);
-	for my $o (others($t))
-	{
-		$k{$_} = 1 for grep { $_ < $bulk_base } keys %{ $o->{where} };
-		$k{$_} = 1 for map { keys %{ $M{rows}{$_} // {} } } keys %{ $o->{trunc} };
-		push @b, @{ $o->{bulks} };
-	}
-	my @k = sort { $a <=> $b } keys %k;
-	my $r = pick(sort { $a->{lo} <=> $b->{lo} } @b);
-	push @k, $r->{lo} + int(rand($r->{hi} - $r->{lo} + 1)) if $r;
-	return @k;
-}
-
-# Keys that the end of transaction o decides: those it wrote, and the
-# committed ones of the partitions it truncated, took out or put in.
-sub race_keys
-{
-	my ($o) = @_;
-	my @k = grep { $_ < $bulk_base } keys %{ $o->{where} };
-	my %slots = map { $_ => 1 } keys %{ $o->{trunc} }, keys %{ $o->{parts} };
-	for my $slot (sort { $a <=> $b } keys %slots)
-	{
-		push @k, keys %{ $M{rows}{$slot} // {} };
-		push @k, bulk_sample($slot, 2);
-	}
-	return sort { $a <=> $b } @k;
-}
-
-# Committed keys of the partitions that transactions other than t have
-# truncated, taken out or put in (the lookup may wait for their locks).
-sub ddl_keys
-{
-	my ($t) = @_;
-	my %slots;
-	for my $o (others($t))
-	{
-		$slots{$_} = 1 for keys %{ $o->{trunc} }, keys %{ $o->{parts} };
-	}
-	my @k;
-	for my $slot (sort { $a <=> $b } keys %slots)
-	{
-		push @k, sort { $a <=> $b } keys %{ $M{rows}{$slot} // {} };
-		push @k, bulk_sample($slot, 1);
-	}
-	return @k;
-}
-
-# A key to look up: one of the preferred (a race's, or of DDL), or live, a bulk key
-# (live in the session's view, or any), held by other transactions or by
-# the session's own, deleted or rolled back lately, any hot key, or new;
-# never one that a statement running in autocommit writes.
-sub lookup_key
-{
-	my ($d, $busy, $pref) = @_;
-	my $t = $d->{tx};
-	my $k;
-	if ($pref && @$pref && rand() < 0.6)
-	{
-		$k = pick(@$pref);
-	}
-	else
-	{
-		my $r = rand();
-		if ($r < 0.25) { $k = pick(grep { live_slots(undef, $_) } sort { $a <=> $b } keys %{ $M{where} }); }
-		elsif ($r < 0.35) { $k = rand() < 0.6 ? bulk_key($t) : any_bulk_key(); }
-		elsif ($r < 0.52) { $k = pick(other_keys($t)); }
-		elsif ($r < 0.65) { $k = pick(own_keys($t)); }
-		elsif ($r < 0.78) { $k = pick(@{ $M{ghosts} // [] }); }
-		elsif ($r < 0.9) { $k = hot_key(); }
-	}
-	$k = $M{hot} + 1 + int(rand(50)) if !defined $k || $busy->{$k};
-	return $k;
-}
-
-# One lookup statement: by one key or by several (an array, an IN list),
-# also as a prepared statement (a generic plan), from t, from a view of
-# it, or from a leaf.
-sub lookup_sql
-{
-	my ($d, $keys, $leaf) = @_;
-	my $from = defined $leaf ? "t_$leaf" : $lookup_stmts++ % 3 == 2 ? 'tv' : 't';
-	my $prep = !defined $leaf && prep_ok($d) && rand() < 0.25;
-	if (@$keys == 1 && rand() < 0.8)
-	{
-		return $prep ? "EXECUTE lk1($keys->[0])" : "SELECT k, p FROM $from WHERE k = $keys->[0]";
-	}
-	my $arr = "'{" . join(',', @$keys) . "}'";
-	return "EXECUTE lkn($arr)" if $prep;
-	return "SELECT k, p FROM $from WHERE k IN (" . join(', ', @$keys) . ')' if rand() < 0.3;
-	return "SELECT k, p FROM $from WHERE k = ANY ($arr)";
-}
-
-# Look keys up: one statement, or a burst of them (a race's, $race: the
-# keys its end decides); $pref: keys preferred, else those of DDL.
-sub op_lookup
-{
-	my ($d, $race, $pref) = @_;
-	my $t = $d->{tx};
-	return if $t && $t->{aborted};
-	my $busy = lookup_busy($d) or return;
-	my $n = $race ? 1 + int(rand(4)) : 1;
-	$pref = $race // $pref // [ ddl_keys($t) ];
-	my (@stmts, %keys);
-	for (1 .. $n)
-	{
-		my @k;
-		my $nk = rand() < 0.6 ? 1 : 2 + int(rand(5));
-		for my $i (1 .. $nk)
-		{
-			push @k, $i > 1 && rand() < 0.2 ? $k[ int(rand(@k)) ] : lookup_key($d, $busy, $pref);
-		}
-		my $leaf = rand() < 0.1 ? pick(existing_slots($t)) : undef;
-		$keys{$_} = 1 for @k;
-		push @stmts, { keys => \@k, leaf => $leaf, sql => lookup_sql($d, \@k, $leaf) };
-	}
-	return {
-		# each statement but the last followed by its SQLSTATE
-		sql => join(";\n\\echo \@\@LK :SQLSTATE \@\@\n", map { $_->{sql} } @stmts),
-		label => join('; ', map { $_->{sql} } @stmts),
-		lookup => {
-			stmts => \@stmts,
-			keys => [ sort { $a <=> $b } keys %keys ],
-			t => $t,
-			ddl => scalar(grep { %{ $_->{trunc} } || $_->{ddl} } others($t))
-		},
-		done => \&lookup_done
-	};
-}
-
-# A race: a burst of lookups from session d, in autocommit, sent at once
-# with another session's end of its transaction (or of a prepared one),
-# the keys that end decides preferred.
-sub op_lookup_race
-{
-	my ($d) = @_;
-	return if $d->{tx};
-	my ($e, $end, @pref);
-	my @e = grep { $_ != $d && !$_->{pending} && $_->{tx} } @sess;
-	if (@e)
-	{
-		$e = pick(@e);
-		my $o = $e->{tx};
-		my $r = rand();
-		$end = ($r < 0.2 && op_rollback_to($e))
-		  || op_end($e, $o->{aborted} || $r < 0.6 ? 'ROLLBACK' : 'COMMIT');
-		@pref = race_keys($o);
-	}
-	elsif (%prepared)
-	{
-		$e = pick(grep { $_ != $d && !$_->{pending} && !$_->{tx} } @sess) or return;
-		$end = op_finish_prepared($e, rand() < 0.5);
-		@pref = map { race_keys($prepared{$_}) } sort keys %prepared;
-	}
-	return unless $end;
-	my $act = op_lookup($d, \@pref) or return;
-	$act->{race} = [ $e, $end ];
-	$act->{raced} = 1;
-	return $act;
-}
-
-# Lookups beside DDL in a transaction, which is seldom open long: a scene
-# of several statements in one step (see lookup_scene).
-sub op_lookup_scene
-{
-	my ($d) = @_;
-	return if $d->{tx} || !ddl_ok($d) || grep { $_->{pending} } @sess;
-	return { scene => 1 };
-}
-
-# Session d begins a transaction (a savepoint, at times), truncates a
-# partition (or detaches, drops or attaches one, or reindexes a leaf), and
-# at times inserts or bulk-inserts (rebuilding summaries); another session
-# looks keys up (those of the partitions d changed preferred: it waits for
-# their locks); then a third sends a burst of lookups and at once d
-# commits, rolls back, or rolls back to the savepoint.  At times the second
-# session is a REPEATABLE READ transaction that took its snapshot before
-# the DDL, and looks the keys up again after d's end (a TRUNCATE committed
-# since: a serialization failure, or the rows).  Each statement is judged
-# as any other; the scene stops where one of d's waits.
-sub lookup_scene
-{
-	my ($d) = @_;
-	trace("$d->{s}{name}: scene: DDL in a transaction, lookups beside it");
-	$M{lk}{scenes}++;
-	my $rd = pick(grep { $_ != $d && !$_->{pending} && !($_->{tx} && $_->{tx}{aborted}) } @sess);
-	if ($rd && !$rd->{tx} && rand() < 0.5)
-	{
-		run_action($rd, op_begin_rr($rd));
-		my $first = op_lookup($rd);
-		run_action($rd, $first) if $first;
-		return if $rd->{pending};
-	}
-	run_action($d, op_begin($d));
-	my $t = $d->{tx} or return;
-	my $save = rand() < 0.3 && op_savepoint($d);
-	run_action($d, $save) if $save;
-	my $r = rand();
-	my $ddl = ($r < 0.55 ? op_truncate($d)
-		  : $r < 0.7 ? op_detach($d, 0)
-		  : $r < 0.82 ? op_reindex($d, 'leaf')
-		  : $r < 0.9 ? op_drop($d)
-		  : op_attach($d)) || op_truncate($d);
-	run_action($d, $ddl) if $ddl;
-	return if $d->{pending} || $t->{aborted};
-	# rebuild the truncated leaf's summary (as a TRUNCATE rolled back once
-	# was found with, src/README "Lookups"), or others'
-	$r = rand();
-	my $more = $r < 0.35 && defined $ddl->{trunc_slot} ? op_insert_into($d, $ddl->{trunc_slot}, 1 + int(rand(3)))
-	  : $r < 0.5 ? op_insert($d, 1 + int(rand(3)))
-	  : $r < 0.65 ? op_bulk($d, 0) : undef;
-	run_action($d, $more) if $more;
-	return if $d->{pending};
-	# reindexed: its leaf's keys
-	my @keys = race_keys($t);
-	push @keys, sort { $a <=> $b } keys %{ $M{rows}{$1} // {} }
-	  if $ddl && $ddl->{sql} =~ /REINDEX INDEX t_(\d+)_k_idx/;
-	my $lb = $rd && !$rd->{pending} && op_lookup($rd, undef, \@keys);
-	run_action($rd, $lb) if $lb;
-	my $end = ($save && !$t->{aborted} && rand() < 0.4 && op_rollback_to($d))
-	  || op_end($d, !$t->{aborted} && rand() < 0.5 ? 'COMMIT' : 'ROLLBACK');
-	my $c = pick(grep { $_ != $d && !$_->{pending} && !$_->{tx} } @sess);
-	my $lc = $c && op_lookup($c, \@keys);
-	if ($lc)
-	{
-		$lc->{raced} = 1;
-		run_action($c, $lc, 1);
-	}
-	run_action($d, $end);
-	settle($c, 1) if $lc && $c->{pending};
-	return unless $rd && $rd->{tx} && $rd->{tx}{rr};
-	settle($rd, 1) if $rd->{pending};
-	my $again = !$rd->{pending} && op_lookup($rd, undef, \@keys);
-	run_action($rd, $again) if $again;
-}
-
 #
 # DETACH PARTITION ... CONCURRENTLY beside lookups and UPDATE and DELETE
 # by the key: a scene, in one step.  (The random steps run neither beside
@@ -2853,7 +950,7 @@ sub op_detach_scene
 	return if !$more || $d->{tx} || %prepared || grep { $_->{pending} } @sess;
 	return unless ddl_ok($d);
 	return if scalar(attached_slots(undef)) < 3;
-	return { detach_scene => 1 };
+	return { play => \&detach_scene };
 }
 
 # Keys of slot's partition to look up: its rows', and two bulk keys.
@@ -3067,6 +1164,49 @@ sub detach_scene_play
 	}
 }
 
+# Every other session's transaction ends (and its statements), and then
+# the DETACH of session d.
+sub dc_wait
+{
+	my ($d) = @_;
+	my $deadline = time + 120;
+	while ($d->{pending})
+	{
+		settle_all(1);
+		last unless $d->{pending};
+		fail_now('DETACH CONCURRENTLY does not end') if time > $deadline;
+		my ($e) = grep { $_ != $d && $_->{tx} && !$_->{pending} } @sess;
+		if ($e)
+		{
+			run_action($e, op_end($e, $e->{tx}{aborted} || rand() < 0.5 ? 'ROLLBACK' : 'COMMIT'));
+		}
+		elsif (grep { $_ != $d && $_->{pending} } @sess)
+		{
+			wait_any();
+		}
+		else
+		{
+			# the pgbench load's transactions
+			usleep(10_000);
+		}
+	}
+}
+
+# Wait until session d's statement ends, before any other is judged: a
+# statement racing it is judged with it.
+sub settle_first
+{
+	my ($d) = @_;
+	my $deadline = time + 120;
+	while ($d->{pending})
+	{
+		settle($d, 1);
+		last unless $d->{pending};
+		fail_now("session $d->{s}{name} hangs in: $d->{pending}{sql}") if time > $deadline;
+		usleep(5000);
+	}
+}
+
 #
 # DETACH CONCURRENTLY and ATTACH in a loop (a scene, in one step): a psql
 # of its own detaches concurrently and attaches again, 8 to 29 times (2
@@ -3092,22 +1232,7 @@ sub op_flap_scene
 	return if !$more || %prepared || grep { $_->{pending} || $_->{tx} } @sess;
 	return unless ddl_ok($d);
 	return if scalar(attached_slots(undef)) < 3;
-	return { flap_scene => 1 };
-}
-
-# Run sql on the control session, again after a deadlock.
-sub ctl_retry
-{
-	my ($sql) = @_;
-	for (1 .. 50)
-	{
-		sess_send($ctl, $sql);
-		my ($st) = sess_wait($ctl);
-		return if $st eq '00000';
-		fail_now("control query failed ($st): $sql\n$ctl->{lasterr}") unless $st eq '40P01';
-		usleep(50_000);
-	}
-	fail_now("control query deadlocked 50 times: $sql");
+	return { play => \&flap_scene };
 }
 
 sub flap_scene
@@ -3209,453 +1334,6 @@ sub flap_scene
 	$M{flap}{cycles} += $n;
 }
 
-# Every other session's transaction ends (and its statements), and then
-# the DETACH of session d.
-sub dc_wait
-{
-	my ($d) = @_;
-	my $deadline = time + 120;
-	while ($d->{pending})
-	{
-		settle_all(1);
-		last unless $d->{pending};
-		fail_now('DETACH CONCURRENTLY does not end') if time > $deadline;
-		my ($e) = grep { $_ != $d && $_->{tx} && !$_->{pending} } @sess;
-		if ($e)
-		{
-			run_action($e, op_end($e, $e->{tx}{aborted} || rand() < 0.5 ? 'ROLLBACK' : 'COMMIT'));
-		}
-		elsif (grep { $_ != $d && $_->{pending} } @sess)
-		{
-			wait_any();
-		}
-		else
-		{
-			# the pgbench load's transactions
-			usleep(10_000);
-		}
-	}
-}
-
-# Wait until session d's statement ends, before any other is judged: a
-# statement racing it is judged with it.
-sub settle_first
-{
-	my ($d) = @_;
-	my $deadline = time + 120;
-	while ($d->{pending})
-	{
-		settle($d, 1);
-		last unless $d->{pending};
-		fail_now("session $d->{s}{name} hangs in: $d->{pending}{sql}") if time > $deadline;
-		usleep(5000);
-	}
-}
-
-sub op_begin_rr
-{
-	my ($d) = @_;
-	return if $d->{tx};
-	return {
-		sql => 'BEGIN ISOLATION LEVEL REPEATABLE READ',
-		done => sub { $_[0]{tx} = new_txn(); $_[0]{tx}{rr} = 1; }
-	};
-}
-
-# Slot's partition at version c, in t's view.
-sub lookup_part
-{
-	my ($c, $t, $slot) = @_;
-	return $t->{parts}{$slot} if $t && exists $t->{parts}{$slot};
-	return $c->{parts}{$slot} // { exists => 0, attached => 0 };
-}
-
-# The slots whose rows of key k a snapshot of version ci sees, with the
-# changes of transaction t, among the partitions attached at version cj
-# in t's view (or being detached concurrently at cj and attached at ci),
-# or in the leaf of slot leaf.
-sub lookup_rows
-{
-	my ($ci, $cj, $t, $k, $leaf) = @_;
-	my @s;
-	if ($k < $bulk_base)
-	{
-		my %c = map { $_ => 1 } keys %{ $ci->{where}{$k} // {} };
-		$c{$_} = 1 for ($t ? keys %{ $t->{where}{$k} // {} } : ());
-		for my $slot (keys %c)
-		{
-			my $own = $t && $t->{rows}{$slot} && exists $t->{rows}{$slot}{$k};
-			push @s, $slot
-			  if $own ? $t->{rows}{$slot}{$k} : $ci->{rows}{$slot}{$k} && !($t && $t->{trunc}{$slot});
-		}
-	}
-	else
-	{
-		for my $r (@{ $ci->{bulks} }, $t ? @{ $t->{bulks} } : ())
-		{
-			next if $k < $r->{lo} || $k > $r->{hi};
-			my $slot = $r->{slots}[ $k % @{ $r->{slots} } ];
-			my $mine = $t && grep { $_ == $r } @{ $t->{bulks} };
-			push @s, $slot
-			  if !$r->{gone}{$slot}
-			  && ($mine || !$t || !($t->{trunc}{$slot} || ($t->{bulkdel}{$slot} // {})->{ $r->{lo} }));
-		}
-	}
-	return grep { $_ == $leaf } @s if defined $leaf;
-	# a partition being detached concurrently is read by a snapshot that
-	# does not see the detach's first transaction (which saw it attached)
-	return grep { lookup_part($cj, $t, $_)->{attached}
-		  || (lookup_part($cj, $t, $_)->{detaching} && lookup_part($ci, $t, $_)->{attached}) } @s;
-}
-
-# The end of a lookup action: each statement's answer judged.
-sub lookup_done
-{
-	my ($d, $st, $act) = @_;
-	my $l = $act->{lookup};
-	$l->{to} = ver_keep();
-	my @stmts = @{ $l->{stmts} };
-	my @res;
-	my $rest = $act->{out} eq '' ? '' : "$act->{out}\n";
-	for my $n (0 .. $#stmts - 1)
-	{
-		$rest =~ s/^(.*?)\@\@LK (\S+) \@\@\n//s
-		  or fail_now("$d->{s}{name}: the answers of $act->{label} cannot be read:\n$act->{out}");
-		push @res, [ $2, $1 ];
-	}
-	push @res, [ $st, $rest ];
-	my $failed = 0;
-	for my $n (0 .. $#stmts)
-	{
-		lookup_judge($d, $act, $stmts[$n], @{ $res[$n] });
-		$failed ||= $res[$n][0] ne '00000';
-	}
-	delete $M{watch}{ $l->{id} };
-	my $t = $l->{t};
-	$M{lk}{actions}++;
-	$M{lk}{raced}++ if $act->{raced};
-	$M{lk}{ddl}++ if $l->{ddl};
-	$M{lk}{waited}++ if $act->{waited};
-	$M{lk}{versions}++ if $l->{to} > $l->{from};
-	$M{lk}{ $t->{rr} ? 'rr' : 'rc' }++ if $t;
-	stmt_failed($d) if $failed && $t;
-}
-
-# Judge one lookup statement s of action a: SQLSTATE st, rows text.
-sub lookup_judge
-{
-	my ($d, $act, $s, $st, $text) = @_;
-	my $l = $act->{lookup};
-	my $t = $l->{t};
-	my $what = "$d->{s}{name}: $s->{sql}" . ($act->{raced} ? ' (raced)' : '');
-	fail_now("$what: $st: $d->{s}{lasterr}") if $st =~ /^XX/ || $st eq 'dead';
-	my %asked = map { $_ => 1 } @{ $s->{keys} };
-	my (%got, @bad);
-	for my $line (split /\n/, $text)
-	{
-		next if $line eq '';
-		my ($k, $p) = split /\|/, $line;
-		push @bad, "a row of key $k, which it did not ask for ($line)" unless $asked{$k};
-		push @bad, "row $line twice" if $got{$k}{ int($p / 10) }++;
-	}
-	fail_now("$what: " . join('; ', @bad)) if @bad;
-	my @keys = sort { $a <=> $b } keys %asked;
-	my $to = $l->{to};
-	# the snapshot's version: a REPEATABLE READ transaction's is one that
-	# its lookups so far allow
-	my @I = $t && $t->{rr_vers} ? @{ $t->{rr_vers} } : ($l->{from} .. $to);
-	my (%ok_i, $exact, $may40001, $may42P01, @seen);
-	for my $i (@I)
-	{
-		my $ci = $M{vers}{$i} or fail_now("model: version $i is gone ($what)");
-		# partitions truncated after the snapshot: all of them, and those
-		# whose TRUNCATE committed while the lookup ran (it may have waited
-		# for their locks, and then read them empty)
-		my (%rw, %rw_wait);
-		for my $n ($i + 1 .. $to)
-		{
-			for my $slot (keys %{ $M{vers}{$n}{rewrote} })
-			{
-				$rw{$slot} = 1;
-				$rw_wait{$slot} = 1 if $n > $l->{from} || defined $s->{leaf};
-			}
-		}
-		$rw_wait{ $l->{flap} } = 1 if defined $l->{flap} && !defined $s->{leaf};
-		for my $j (max($i, $l->{from}) .. $to)
-		{
-			my $cj = $M{vers}{$j};
-			$may42P01 = 1 if defined $s->{leaf} && !lookup_part($cj, $t, $s->{leaf})->{exists};
-			my ($ok, $miss) = (1, 0);
-			my @want;
-			for my $k (@keys)
-			{
-				my @e = sort { $a <=> $b } lookup_rows($ci, $cj, $t, $k, $s->{leaf});
-				my %e = map { $_ => 1 } @e;
-				my $g = $got{$k} // {};
-				$ok = 0 if grep { !$e{$_} } keys %$g;
-				$ok = 0 if grep { !$g->{$_} && !$rw_wait{$_} } @e;
-				$miss = 1 if grep { !$g->{$_} } @e;
-				# found nowhere, where a partition it reads was truncated
-				# after the snapshot: a serialization failure
-				$may40001 = 1
-				  if !defined $s->{leaf} && !grep({ !$rw{$_} } @e)
-				  && grep { lookup_part($cj, $t, $_)->{attached} } keys %rw;
-				push @want, "$k:" . (@e ? join(',', map { $rw_wait{$_} ? "$_?" : $_ } @e) : '-');
-			}
-			$ok_i{$i} = 1 if $ok;
-			$exact = 1 if $ok && !$miss;
-			push @seen, "i=$i j=$j: " . join(' ', @want)
-			  . (%rw ? ' (truncated since i: ' . join(',', sort { $a <=> $b } keys %rw) . ')' : '');
-		}
-	}
-	my $found = join(' ', map { "$_:" . (%{ $got{$_} // {} } ? join(',', sort { $a <=> $b } keys %{ $got{$_} }) : '-') } @keys);
-	my %legal = (
-		'00000' => scalar(%ok_i),
-		'40001' => $may40001,
-		'40P01' => $act->{waited} || $act->{raced},
-		'42P01' => $may42P01);
-	splice(@seen, 6, @seen - 12, '...') if @seen > 12;
-	fail_now("$what: " . ($st eq '00000' ? "found $found" : "$st")
-		  . " (key:slots), where the model, with versions $l->{from} to $to, allows"
-		  . ' (i: the snapshot\'s version, j: the partitions\', ? marks a row that may be missing):'
-		  . "\n  " . join("\n  ", @seen)
-		  . ($st ne '00000' ? "\n$d->{s}{lasterr}" : ''))
-	  unless $legal{$st};
-	$t->{rr_vers} = [ sort { $a <=> $b } keys %ok_i ] if $t && $t->{rr} && $st eq '00000';
-	trace("$d->{s}{name}: found $found") if $st eq '00000';
-	$M{lk}{stmts}++;
-	$M{lk}{keys} += @keys;
-	$M{lk}{rows} += scalar(map { keys %$_ } values %got);
-	$M{lk}{ defined $l->{flap} ? 'flap_missing' : 'missing' }++ if $st eq '00000' && !$exact;
-	$M{lk}{leaf}++ if defined $s->{leaf};
-	$M{lk}{view}++ if $s->{sql} =~ /\bFROM tv\b/;
-	$M{lk}{prep}++ if $s->{sql} =~ /^EXECUTE/;
-	$M{lk}{err}{$st}++ if $st ne '00000';
-	note("step $stepno: $what: $st, allowed: " . short_err($d->{s}{lasterr})) if $st eq '40001';
-}
-
-# Prepared lookups (generic plans) in every driver session that has none.
-#
-# After ALTER COLUMN TYPE they are prepared again, for the key's new type
-# (idle sessions, at each step): a parameter of another type would not be
-# a lookup's (an array of int4 against a bigint key is PostgreSQL's plan,
-# whose rules differ: TRUNCATE), and until then they are not used
-# (prep_ok).  A cached plan must not change its result type: with ALTER
-# COLUMN TYPE about, the key is returned as numeric, whatever its type.
-sub sess_prepare
-{
-	return unless $lookups;
-	my $k = $more ? 'k::numeric AS k' : 'k';
-	for my $d (@sess)
-	{
-		my $ty = t_type($d->{tx});
-		next if ($d->{prep} && $d->{prep_type} eq $ty) || $d->{pending} || ($d->{tx} && $d->{tx}{aborted});
-		sess_send($d->{s}, ($d->{prep} ? 'DEALLOCATE lk1; DEALLOCATE lkn; ' : 'SET plan_cache_mode = force_generic_plan; ')
-			  . "PREPARE lk1($ty) AS SELECT $k, p FROM t WHERE k = \$1; "
-			  . "PREPARE lkn($ty\[]) AS SELECT $k, p FROM t WHERE k = ANY (\$1)");
-		my ($st) = sess_wait($d->{s});
-		fail_now("$d->{s}{name}: preparing lookups: $st $d->{s}{lasterr}") unless $st eq '00000';
-		$d->{prep} = 1;
-		$d->{prep_type} = $ty;
-	}
-}
-
-# May session d's lookups use its prepared statements: of the key's type,
-# which no other transaction is changing?
-sub prep_ok
-{
-	my ($d) = @_;
-	return $d->{prep} && $d->{prep_type} eq t_type($d->{tx})
-	  && !grep({ $_->{ktype} } others($d->{tx}))
-	  && !grep { $_ != $d && $_->{pending} && $_->{pending}{alter} } @sess;
-}
-
-my @ops = (
-	[ 12, 'insert', sub { op_insert($_[0], 1) } ],
-	[ 4, 'insert many', sub { op_insert($_[0], 2 + int(rand(4))) } ],
-	[ 3, 'copy', \&op_copy ],
-	[ 3, 'update key', \&op_update_key ],
-	[ 3, 'update keeping key', \&op_update_keep ],
-	[ 3, 'move', \&op_move ],
-	[ 3, 'delete', \&op_delete ],
-	[ 2, 'bulk', sub { op_bulk($_[0], 0) } ],
-	[ 1, 'bulk large', sub { op_bulk($_[0], 1) } ],
-	[ 1, 'bulk delete', \&op_bulk_delete ],
-	[ 6, 'begin', \&op_begin ],
-	[ 3, 'commit', sub { op_end($_[0], 'COMMIT') } ],
-	[ 3, 'rollback', sub { op_end($_[0], 'ROLLBACK') } ],
-	[ 1, 'prepare', sub { op_end($_[0], 'PREPARE') } ],
-	[ 1, 'commit prepared', sub { op_finish_prepared($_[0], 1) } ],
-	[ 1, 'rollback prepared', sub { op_finish_prepared($_[0], 0) } ],
-	[ 2, 'savepoint', \&op_savepoint ],
-	[ 2, 'rollback to', \&op_rollback_to ],
-	[ 1, 'release', \&op_release ],
-	[ 2, 'detach', sub { op_detach($_[0], 0) } ],
-	[ 1, 'detach concurrently', sub { op_detach($_[0], 1) } ],
-	[ 3, 'attach', \&op_attach ],
-	[ 1, 'drop', \&op_drop ],
-	[ 2, 'truncate', \&op_truncate ],
-	[ 1, 'create', \&op_create ],
-	[ 1, 'reindex leaf', sub { op_reindex($_[0], 'leaf') } ],
-	[ 2, 'reindex leaf concurrently', sub { op_reindex($_[0], 'leafconc') } ],
-	[ 1, 'reindex table', sub { op_reindex($_[0], 'table') } ],
-	[ 1, 'reindex table concurrently', sub { op_reindex($_[0], 'tableconc') } ],
-	[ 1, 'vacuum', sub { op_reindex($_[0], 'vacuum') } ],
-	[ 1, 'crash', undef ],
-	[ 1, 'load', undef ],
-);
-# Upserts only on PostgreSQL 18 (15 and 17 refuse ON CONFLICT on the
-# table): there the operations, and so the seeds' steps, are as before.
-push @ops,
-  [ 6, 'upsert', sub { op_upsert($_[0], 1) } ],
-  [ 4, 'upsert many', sub { op_upsert($_[0], 2 + int(rand(5))) } ],
-  [ 3, 'race scene', \&op_race_scene ]
-  if $pg18;
-# Lookups (with GUNIQUE_STATEFUL_LOOKUPS=0 the steps are those of before)
-push @ops,
-  [ 10, 'lookup', sub { op_lookup($_[0]) } ],
-  [ 3, 'lookup race', \&op_lookup_race ],
-  [ 2, 'begin repeatable read', \&op_begin_rr ],
-  [ 2, 'lookup scene', \&op_lookup_scene ]
-  if $lookups;
-# The operations of issue 39 (with GUNIQUE_STATEFUL_MORE=0 the steps are
-# those of before them)
-push @ops,
-  [ 1, 'detach concurrently scene', \&op_detach_scene ],
-  [ 1, 'alter column type', \&op_alter_type ],
-  [ 1, 'flap scene', \&op_flap_scene ]
-  if $more;
-push @ops, [ 3, 'collide scene', \&op_collide_scene ] if $more && $pg18;
-# weights set by GUNIQUE_STATEFUL_WEIGHTS (name=weight,...)
-for my $w (split /,/, $ENV{GUNIQUE_STATEFUL_WEIGHTS} // '')
-{
-	my ($name, $weight) = $w =~ /^\s*(.*?)\s*=\s*(\d+)\s*$/ or die "GUNIQUE_STATEFUL_WEIGHTS: $w";
-	my ($op) = grep { $_->[1] eq $name } @ops or die "GUNIQUE_STATEFUL_WEIGHTS: no operation \"$name\"";
-	$op->[0] = $weight;
-}
-
-# In a transaction that is aborted, only ROLLBACK [TO] is possible.
-my $last_op;    # the operation of the last step (for GUNIQUE_STATEFUL_TIMES)
-
-sub step
-{
-	$last_op = 'none';
-	sess_prepare() if $more;
-	my @free = grep { !$_->{pending} } @sess;
-	return unless @free;
-	my $d = pick(@free);
-	if ($d->{tx} && $d->{tx}{aborted})
-	{
-		my $a = (rand() < 0.5 && op_rollback_to($d)) || op_end($d, 'ROLLBACK');
-		run_action($d, $a);
-		return;
-	}
-	# A REPEATABLE READ transaction only looks up, and ends.
-	if ($d->{tx} && $d->{tx}{rr})
-	{
-		my $a = (rand() < 0.7 && op_lookup($d)) || op_end($d, rand() < 0.6 ? 'COMMIT' : 'ROLLBACK');
-		run_action($d, $a);
-		return;
-	}
-	# A transaction that took a partition out (or emptied one) tends to
-	# outgrow the filters, and then to roll back (a stale group filter
-	# outliving the rollback was found so).
-	my $t = $d->{tx};
-	my $ddl = $t && ($t->{ddl} || %{ $t->{trunc} });
-	my $big = $ddl && @{ $t->{bulks} };
-	my %boost = (
-		'detach' => $t && !$ddl ? 4 : 0,
-		'drop' => $t && !$ddl ? 2 : 0,
-		# (and, for lookups, more transactions that truncate: a lookup
-		# beside them may wait for their locks, or race with their end)
-		'truncate' => $t && !$ddl ? ($lookups ? 6 : 2) : 0,
-		'bulk large' => $ddl && !$big ? 40 : 0,
-		# beside the pgbench load, rebuild leaves while it inserts
-		'reindex leaf concurrently' => $M{load} ? 15 : 0,
-		'reindex table concurrently' => $M{load} ? 3 : 0,
-		# and detach and attach beside its lookups and UPDATEs by the key
-		'detach concurrently scene' => $more && $M{load} ? 3 : 0,
-		'flap scene' => $more && $M{load} ? 3 : 0,
-		'rollback' => $big ? 6 : 0,
-		'rollback to' => $big ? 4 : 0,
-		# upserts of keys other transactions hold, or other upserts wait
-		# for: more of them (op_upsert prefers those keys)
-		'upsert' => $pg18 && grep({ %{ $_->{where} } } others($t)) ? 30 : 0,
-		'upsert many' => $pg18 && grep({ %{ $_->{where} } } others($t)) ? 10 : 0,
-		# lookups of keys other transactions decide, and races with the
-		# end of a transaction that truncated or took a partition out
-		# (and in the session's own transaction, which is seldom long)
-		'lookup' => !$lookups ? 0
-		  : ($t ? 8 : 0) + (grep({ %{ $_->{where} } } others($t)) ? 4 : 0)
-		  + (grep({ %{ $_->{trunc} } || $_->{ddl} } others($t)) ? 10 : 0),
-		'lookup race' => !$lookups || $t ? 0
-		  : (%prepared || grep({ $_ != $d && $_->{tx} && !$_->{pending} } @sess) ? 4 : 0)
-		  + (grep({ $_ != $d && $_->{tx} && !$_->{pending} && ($_->{tx}{ddl} || %{ $_->{tx}{trunc} }) } @sess) ? 8 : 0));
-	my $total = 0;
-	$total += $_->[0] + ($boost{ $_->[1] } // 0) for @ops;
-	for my $try (1 .. 20)
-	{
-		my $r = rand($total);
-		my $op;
-		for (@ops)
-		{
-			$op = $_;
-			last if ($r -= $_->[0] + ($boost{ $_->[1] } // 0)) < 0;
-		}
-		$last_op = $op->[1];
-		if ($op->[1] eq 'crash')
-		{
-			next if grep { $_->{pending} } @sess or $M{load};
-			crash($d);
-			return;
-		}
-		if ($op->[1] eq 'load')
-		{
-			next if $M{load};
-			load_start();
-			return;
-		}
-		my $a = $op->[2]->($d) or next;
-		next if lookup_interferes($d, $a);
-		if ($a->{scene})
-		{
-			lookup_scene($d);
-			return;
-		}
-		if ($a->{race_scene})
-		{
-			race_scene($d);
-			return;
-		}
-		if ($a->{detach_scene})
-		{
-			detach_scene($d);
-			return;
-		}
-		if ($a->{collide_scene})
-		{
-			collide_scene($d);
-			return;
-		}
-		if ($a->{flap_scene})
-		{
-			flap_scene($d);
-			return;
-		}
-		if ($a->{race})
-		{
-			# the lookups, and at once the other session's end
-			my ($e, $end) = @{ $a->{race} };
-			run_action($d, $a, 1);
-			run_action($e, $end);
-			settle($d, 1) if $d->{pending};
-			return;
-		}
-		run_action($d, $a);
-		return;
-	}
-}
-
 #
 # Crashes and restarts.  Open transactions are gone; prepared ones stay.
 #
@@ -3666,8 +1344,7 @@ sub crash
 	{
 		trace("crash: SIGKILL of $d->{s}{name} (pid $d->{s}{pid})");
 		my $offset = -s $node->logfile;
-		$killed_pid = $d->{s}{pid};
-		kill 'KILL', $d->{s}{pid};
+		sess_kill($d->{s});
 		$node->wait_for_log(
 			qr/all server processes terminated; reinitializing.*database system is ready to accept connections/s,
 			$offset);
@@ -3727,116 +1404,9 @@ sub restart_loaded
 	}
 }
 
-sub connect_all
-{
-	for my $d (@sess)
-	{
-		sess_close($d->{s}) if $d->{s};
-	}
-	sess_close($ctl) if $ctl;
-	$ctl = sess_new('ctl');
-	@sess = map { { s => sess_new("s$_") } } (1 .. $nsess);
-}
-
-#
-# The pgbench load: keys from a sequence, never taken before, so any error
-# but "no partition for the row" is wrong.
-#
-my $tmp = PostgreSQL::Test::Utils::tempdir;
-
-sub load_start
-{
-	my $maxp = $M{nslots} * 10 - 1;
-	PostgreSQL::Test::Utils::append_to_file("$tmp/load$M{round}.sql",
-		"\\set p random(0, $maxp)\nSELECT load_insert(:p);\n"
-		  . ($more ? "\\set d random(0, 40)\nSELECT load_touch(:d);\n" : ''))
-	  unless -e "$tmp/load$M{round}.sql";
-	$M{touched_before} = ctl_query('SELECT last_value FROM load_touches') if $more;
-	my ($out, $err) = ('', '');
-	$M{load} = {
-		out => \$out,
-		err => \$err,
-		steps => 5 + int(rand(20)),
-		h => IPC::Run::start(
-			[
-				'pgbench', '--no-vacuum', '--client', 2, '--jobs', 2,
-				'--time', 3600, '--file', "$tmp/load$M{round}.sql",
-				'-h', $node->host, '-p', $node->port, 'postgres'
-			],
-			'<', \undef, '>', \$out, '2>', \$err)
-	};
-	trace("load: pgbench starts for $M{load}{steps} steps");
-	$M{loads}++;
-}
-
-sub load_tick
-{
-	my $l = $M{load} or return;
-	fail_now("pgbench stopped: ${ $l->{err} }") unless $l->{h}->pumpable;
-	return if --$l->{steps} > 0;
-	load_stop();
-}
-
-sub load_stop
-{
-	my $l = delete $M{load} or return;
-	fail_now("pgbench stopped: ${ $l->{err} }") unless $l->{h}->pumpable;
-	$l->{h}->signal('TERM');
-	eval { $l->{h}->finish };
-	fail_now("pgbench: ${ $l->{err} }") if ${ $l->{err} } =~ /abort|server closed/;
-	# A deadlock is legal: an insert locks every leaf its probe may read,
-	# so a session that holds one leaf's AccessExclusiveLock (TRUNCATE,
-	# DROP) and then locks the parent (CREATE TABLE ... PARTITION OF) can
-	# deadlock with an insert routed to another partition.
-	# Its lookups and UPDATEs by the key (with GUNIQUE_STATEFUL_MORE) may
-	# deadlock too, or fail to serialize (a partition truncated after the
-	# snapshot, src/README "Lookups"); nothing else.
-	my $bad = ctl_query(
-		"SELECT string_agg(state || ' ' || msg, E'\\n') FROM load_out WHERE state NOT IN ('23514', '40P01', 'touch 40P01', 'touch 40001')");
-	$M{touches} += ctl_query('SELECT last_value FROM load_touches') - $M{touched_before} if $more;
-	$M{touch_err}{$_->[0]} += $_->[1] for map { [ split /\|/ ] } split /\n/,
-	  ctl_query("SELECT state, count(*) FROM load_out WHERE state LIKE 'touch %' GROUP BY 1");
-	fail_now("the pgbench load hit errors:\n$bad") if $bad ne '';
-	my $dl = ctl_query("SELECT count(*) FROM load_out WHERE state = '40P01'");
-	trace("load: $dl deadlocks") if $dl;
-	ctl_query('TRUNCATE load_out');
-	trace('load: pgbench stopped');
-}
-
 #
 # Checks, with every session's transaction ended.
 #
-my $logpos = 0;
-
-sub quiesce
-{
-	while (1)
-	{
-		settle_all(1);
-		my @open = grep { $_->{tx} && !$_->{pending} } @sess;
-		if (@open)
-		{
-			my $d = $open[0];
-			my $how = $d->{tx}{aborted} || rand() < 0.5 ? 'ROLLBACK' : 'COMMIT';
-			run_action($d, op_end($d, $how));
-			next;
-		}
-		if (%prepared)
-		{
-			my $gid = (sort keys %prepared)[0];
-			my $commit = rand() < 0.5;
-			trace('ctl: ' . ($commit ? 'COMMIT' : 'ROLLBACK') . " PREPARED '$gid'");
-			ctl_query(($commit ? 'COMMIT' : 'ROLLBACK') . " PREPARED '$gid'");
-			my $t = delete $prepared{$gid};
-			commit_txn($t) if $commit;
-			ghosts(keys %{ $t->{where} }) unless $commit;
-			next;
-		}
-		last unless grep { $_->{pending} } @sess;
-		wait_any();
-	}
-}
-
 sub check
 {
 	my ($what) = @_;
@@ -3985,22 +1555,6 @@ sub check_lookups
 	$M{lk}{explain} = $plan =~ /Partitions Searched: (\d+)\n.*Partitions Ruled Out: (\d+)/s ? "$1 searched, $2 ruled out" : '?';
 }
 
-sub check_log
-{
-	my ($what, $report_only) = @_;
-	open(my $fh, '<', $node->logfile) or die;
-	seek($fh, $logpos, 0);
-	my @bad;
-	while (my $line = <$fh>)
-	{
-		push @bad, $line
-		  if $line =~ /TRAP:|PANIC|\] XX\d\d\d:|terminated by signal (?!9:)|terminated by exception/;
-	}
-	$logpos = tell($fh);
-	close $fh;
-	return diag("server log:\n" . join('', @bad)) if $report_only && @bad;
-	fail_now("server log ($what):\n" . join('', @bad)) if @bad;
-}
 
 #
 # A round: a table of nparts partitions, steps random steps.
@@ -4083,7 +1637,7 @@ for my $round (1 .. $rounds)
 		{
 			$stepno = $i;
 			my $t0 = time;
-			step();
+			step(\@ops, \&boost);
 			settle_all(1);
 			load_tick();
 			$M{times}{$last_op} += time - $t0;

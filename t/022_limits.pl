@@ -2,7 +2,7 @@
 #
 # The limitations README.md documents that need a server setting, a second
 # server or a client program, each as it behaves today (sql/limits.sql and
-# sql/limits_upsert.sql have the others; src/README, "Limitations and the
+# sql/limits-upsert.sql have the others; src/README, "Limitations and the
 # tests that pin them"):
 #   - pg_amcheck passes over gunique's leaves without a word and exits 0,
 #     even over a leaf that misses a row (it reports a btree that does);

@@ -1,8 +1,8 @@
 --
 -- The limitations of INSERT ... ON CONFLICT DO NOTHING that README.md
 -- documents for PostgreSQL 18, each as it behaves today (limits.sql has
--- the others).  Expected output limits_upsert_1.out on 18, and on 15 and
--- 17 with the core change of contrib-patches/; limits_upsert.out on 15
+-- the others).  Expected output limits-upsert_1.out on 18, and on 15 and
+-- 17 with the core change of contrib-patches/; limits-upsert.out on 15
 -- and 17 without it, which refuse every statement here.
 --
 SET client_min_messages = warning;
@@ -10,6 +10,7 @@ CREATE EXTENSION IF NOT EXISTS gunique;
 RESET client_min_messages;
 CREATE SCHEMA glimu;
 SET search_path = glimu, public;
+
 -- The key is checked before the row is routed: a row whose key another
 -- partition holds is skipped before its CHECK constraints are checked and
 -- before it is found to fit no partition.  A new key is refused as
@@ -22,16 +23,8 @@ INSERT INTO rt VALUES (1, 1, 'ok');
 INSERT INTO rt VALUES (1, 2, 'bad') ON CONFLICT DO NOTHING;
 INSERT INTO rt VALUES (1, 9, 'ok') ON CONFLICT DO NOTHING;
 INSERT INTO rt VALUES (2, 2, 'bad') ON CONFLICT DO NOTHING;
-ERROR:  new row for relation "rt2" violates check constraint "rt_v_check"
-DETAIL:  Failing row contains (2, 2, bad).
 INSERT INTO rt VALUES (2, 9, 'ok') ON CONFLICT DO NOTHING;
-ERROR:  no partition of relation "rt" found for row
-DETAIL:  Partition key of the failing row contains (p) = (9).
 SELECT tableoid::regclass, * FROM rt ORDER BY id;
- tableoid | id | p | v  
-----------+----+---+----
- rt1      |  1 | 1 | ok
-(1 row)
 
 -- Keys with a null column are not checked: a NULLS NOT DISTINCT key with a
 -- null that another partition holds is a unique violation.
@@ -42,16 +35,8 @@ CREATE UNIQUE INDEX nn_ab ON nn USING gunique (a, b) NULLS NOT DISTINCT;
 INSERT INTO nn VALUES (1, NULL, 1), (2, 2, 1);
 INSERT INTO nn VALUES (2, 2, 2) ON CONFLICT DO NOTHING;
 INSERT INTO nn VALUES (1, NULL, 2) ON CONFLICT DO NOTHING;
-ERROR:  duplicate key value violates unique constraint "nn2_a_b_idx"
-DETAIL:  Key (a, b)=(1, null) already exists in partition "nn1".
-HINT:  Only ON CONFLICT DO NOTHING looks for the key in other partitions, and not for a key with a null column or one that a trigger or a generated column may change; use MERGE or UPDATE for a row that may be in another partition.
 INSERT INTO nn VALUES (1, NULL, 1) ON CONFLICT DO NOTHING;
 SELECT tableoid::regclass, * FROM nn ORDER BY a;
- tableoid | a | b | p 
-----------+---+---+---
- nn1      | 1 |   | 1
- nn1      | 2 | 2 | 1
-(2 rows)
 
 -- The gunique indexes of the table the INSERT names are checked: one made
 -- only on a partitioned partition below it arbitrates within a partition,
@@ -66,20 +51,8 @@ CREATE UNIQUE INDEX mid_id ON mid USING gunique (id);
 INSERT INTO top VALUES (1, 1, 1);
 INSERT INTO top VALUES (1, 1, 1) ON CONFLICT DO NOTHING;
 INSERT INTO top VALUES (1, 1, 2) ON CONFLICT DO NOTHING;
-ERROR:  duplicate key value violates unique constraint "mid2_id_idx"
-DETAIL:  Key (id)=(1) already exists in partition "mid1".
-HINT:  Only ON CONFLICT DO NOTHING looks for the key in other partitions, and not for a key with a null column or one that a trigger or a generated column may change; use MERGE or UPDATE for a row that may be in another partition.
 INSERT INTO mid VALUES (1, 1, 2) ON CONFLICT DO NOTHING;
 INSERT INTO top VALUES (1, 2, 1) ON CONFLICT DO NOTHING;
 SELECT tableoid::regclass, * FROM top ORDER BY id, a, b;
- tableoid | id | a | b 
-----------+----+---+---
- mid1     |  1 | 1 | 1
- other    |  1 | 2 | 1
-(2 rows)
 
 DROP SCHEMA glimu CASCADE;
-NOTICE:  drop cascades to 3 other objects
-DETAIL:  drop cascades to table rt
-drop cascades to table nn
-drop cascades to table top

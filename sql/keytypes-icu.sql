@@ -1,11 +1,12 @@
 -- Key filters under a nondeterministic collation, where 'A' = 'a': the
 -- collation-aware hash puts equal keys in the same place.  Needs a server
--- built with ICU (keytypes_icu_1.out: without).
+-- built with ICU (keytypes-icu_1.out: without).
 SET client_min_messages = warning;
 CREATE EXTENSION IF NOT EXISTS gunique;
 RESET client_min_messages;
 CREATE COLLATION keytype_ci
 	(provider = icu, locale = 'und-u-ks-level2', deterministic = false);
+
 CREATE FUNCTION keytype_check(keydef text, gen text, dup text,
 							  indexdef text DEFAULT '(k)')
 RETURNS TABLE (few_searched bool, duplicate_refused bool)
@@ -42,22 +43,12 @@ BEGIN
 	END;
 	RETURN NEXT;
 END $$;
+
 SELECT * FROM keytype_check('k text COLLATE keytype_ci',
 	$$'User' || md5(i::text)$$, $$upper('User' || md5('7'))$$);
-NOTICE:  table "kt" does not exist, skipping
- few_searched | duplicate_refused 
---------------+-------------------
- t            | t
-(1 row)
-
 SELECT * FROM keytype_check('n int, k text COLLATE keytype_ci',
 	$$i % 5, 'User' || md5(i::text)$$, $$2, upper('User' || md5('7'))$$,
 	'(n, k)');
- few_searched | duplicate_refused 
---------------+-------------------
- t            | t
-(1 row)
-
 -- The pattern classes compare bytes, while "=" under this collation does
 -- not: refused, as btree refuses its own (version 1.7), on a partitioned
 -- table, on its top alone, and on a table that is not partitioned; with a
@@ -66,18 +57,15 @@ CREATE TABLE kp (part int, k text COLLATE keytype_ci, c char(8) COLLATE keytype_
 	PARTITION BY RANGE (part);
 CREATE TABLE kp_0 PARTITION OF kp FOR VALUES FROM (0) TO (100);
 CREATE UNIQUE INDEX ON kp USING gunique (k text_pattern_ops);
-ERROR:  nondeterministic collations are not supported for operator class "text_pattern_ops"
 CREATE UNIQUE INDEX ON ONLY kp USING gunique (k varchar_pattern_ops);
-ERROR:  nondeterministic collations are not supported for operator class "varchar_pattern_ops"
 CREATE UNIQUE INDEX ON kp_0 USING gunique (c bpchar_pattern_ops);
-ERROR:  nondeterministic collations are not supported for operator class "bpchar_pattern_ops"
 CREATE UNIQUE INDEX ON kp_0 USING btree (c bpchar_pattern_ops);
-ERROR:  nondeterministic collations are not supported for operator class "bpchar_pattern_ops"
 CREATE UNIQUE INDEX kp_k ON kp USING gunique (k COLLATE "C" text_pattern_ops);
 INSERT INTO kp VALUES (1, 'a', 'a'), (2, 'A', 'A');
 DROP TABLE kp;
 DROP TABLE IF EXISTS kt;
 DROP FUNCTION keytype_check(text, text, text, text);
+
 -- ALTER COLUMN ... TYPE to the collation (altertype): keys that differ only
 -- in case, in two partitions, become one key, and the ALTER is refused
 CREATE TABLE kc (part int, k text) PARTITION BY RANGE (part);
@@ -89,26 +77,14 @@ INSERT INTO kc VALUES (1, 'User'), (11, 'USER');
 -- versions differ in how they point at it)
 \set VERBOSITY sqlstate
 ALTER TABLE kc ALTER COLUMN k TYPE text COLLATE keytype_ci;
-ERROR:  23505
 \set VERBOSITY default
 SELECT attcollation = 'default'::regcollation AS default_collation
   FROM pg_attribute WHERE attrelid = 'kc'::regclass AND attname = 'k';
- default_collation 
--------------------
- t
-(1 row)
-
 UPDATE kc SET k = 'Other' WHERE part = 11;
 \set VERBOSITY sqlstate
 ALTER TABLE kc ALTER COLUMN k TYPE text COLLATE keytype_ci;
 \set VERBOSITY default
 INSERT INTO kc VALUES (12, 'USER');
-ERROR:  duplicate key value violates unique constraint "kc2_k_idx"
-DETAIL:  Key (k)=(USER) already exists in partition "kc1".
 SELECT * FROM gunique_verify('kc_k');
- problem | relation | detail 
----------+----------+--------
-(0 rows)
-
 DROP TABLE kc;
 DROP COLLATION IF EXISTS keytype_ci;

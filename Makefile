@@ -3,6 +3,7 @@
 EXTENSION = gunique
 MODULE_big = gunique
 OBJS = \
+	src/common.o \
 	src/gunique.o \
 	src/admin/leafcheck.o \
 	src/admin/stats.o \

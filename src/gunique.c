@@ -39,27 +39,10 @@
 
 GUNIQUE_MODULE_MAGIC;
 
-bool		gunique_preloaded = false;
-
 static shmem_request_hook_type prev_shmem_request_hook = NULL;
 static shmem_startup_hook_type prev_shmem_startup_hook = NULL;
 
 void		_PG_init(void);
-
-/*
- * Per-backend slots in shared memory (waiters.c, keylock.c) are indexed by
- * this: regular backends and background workers have the first MaxBackends
- * PGPROCs, auxiliary processes and prepared transactions the rest.
- */
-int
-gunique_backend_slot(void)
-{
-	int			procno = MyProc - ProcGlobal->allProcs;
-
-	if (procno < 0 || procno >= MaxBackends)
-		elog(ERROR, "gunique: process %d has no backend slot", MyProcPid);
-	return procno;
-}
 
 static void
 gunique_shmem_request(void)
@@ -142,44 +125,4 @@ _PG_init(void)
 	gunique_stats_init();
 	gunique_summary_init();
 	gunique_persist_init();
-}
-
-/*
- * Refuse an operation that needs the preloaded library.  Each operation has
- * its own whole message, for translation.
- */
-void
-gunique_report_not_preloaded(GuniquePreloadNeed need)
-{
-	const char *msg = NULL;
-
-	switch (need)
-	{
-		case GUNIQUE_NEED_CREATE_TREE:
-			msg = gettext_noop("gunique must be loaded via shared_preload_libraries to create a gunique index on a partitioned table");
-			break;
-		case GUNIQUE_NEED_CREATE_PARTITION:
-			msg = gettext_noop("gunique must be loaded via shared_preload_libraries to create a partition of a table with a gunique index");
-			break;
-		case GUNIQUE_NEED_ATTACH:
-			msg = gettext_noop("gunique must be loaded via shared_preload_libraries to attach a partition to a gunique index");
-			break;
-		case GUNIQUE_NEED_ALTER_COLUMN:
-			msg = gettext_noop("gunique must be loaded via shared_preload_libraries to alter a column that a gunique index on a partitioned table depends on");
-			break;
-		case GUNIQUE_NEED_BUILD:
-			msg = gettext_noop("gunique must be loaded via shared_preload_libraries to build a partition of a gunique index");
-			break;
-		case GUNIQUE_NEED_INSERT:
-			msg = gettext_noop("gunique must be loaded via shared_preload_libraries to insert into a partition of a gunique index");
-			break;
-	}
-	if (msg == NULL)
-		elog(ERROR, "unrecognized gunique preload need: %d", (int) need);
-
-	ereport(ERROR,
-			(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
-			 errmsg_internal("%s", _(msg)),
-			 errdetail("Uniqueness across partitions is enforced by hooks that gunique installs only when the server preloads it."),
-			 errhint("Add \"gunique\" to shared_preload_libraries in postgresql.conf and restart the server.")));
 }

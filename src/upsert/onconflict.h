@@ -10,13 +10,6 @@
 
 #include "nodes/plannodes.h"
 
-/*
- * Upsert locks are heavyweight locks in the advisory lock space with this
- * field4 (pg_advisory_lock uses 1 and 2); field1 is the database, field2
- * the tree's top index, field3 the key's hash.  onconflict.c.
- */
-#define GUNIQUE_UPSERT_LOCK_FIELD4	0x6775
-
 extern void gunique_onconflict_init(void);
 extern PlannedStmt *gunique_onconflict_plan(PlannedStmt *stmt);
 extern void gunique_onconflict_release_locks(Oid top,

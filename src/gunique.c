@@ -34,7 +34,7 @@
 #include "locate/rebuilds.h"
 #include "locate/summary.h"
 #include "read/keyprune.h"
-#include "read/lookup.h"
+#include "read/lookupplan.h"
 #include "upsert/onconflict.h"
 
 GUNIQUE_MODULE_MAGIC;

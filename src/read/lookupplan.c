@@ -63,6 +63,7 @@
 #include "am/tree.h"
 #include "read/keyprune.h"
 #include "read/lookup.h"
+#include "read/lookupplan.h"
 #include "upsert/onconflict.h"
 
 bool		gunique_enable_lookup = true;

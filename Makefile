@@ -5,6 +5,7 @@ MODULE_big = gunique
 OBJS = \
 	src/common.o \
 	src/gunique.o \
+	src/hooks.o \
 	src/admin/leafcheck.o \
 	src/admin/stats.o \
 	src/admin/verify.o \

@@ -1,14 +1,15 @@
 /*-------------------------------------------------------------------------
  *
  * gunique.c
- *	  Module entry point: load-time setup.
+ *	  Module entry point: the settings, then the hooks.
  *
- * gunique installs its utility hook only when loaded through
+ * gunique installs its hooks only when loaded through
  * shared_preload_libraries.  A library loaded later, by the first call of the
- * access method's handler, would install the hook in the middle of the very
- * statement that needed it, and only in that one backend; instead, every
- * entry point that needs the hook refuses to work without the preload (see
- * gunique_report_not_preloaded).
+ * access method's handler, would install the utility hook in the middle of
+ * the very statement that needed it, and only in that one backend; instead,
+ * every entry point that needs the hooks refuses to work without the preload
+ * (see gunique_report_not_preloaded).  What the hooks call, and in which
+ * order, is hooks.c.
  *
  *-------------------------------------------------------------------------
  */
@@ -16,77 +17,23 @@
 
 #include "fmgr.h"
 #include "miscadmin.h"
-#include "storage/ipc.h"
-#include "storage/proc.h"
 #include "utils/guc.h"
 
 #include "compat.h"
 #include "gunique.h"
-#include "admin/stats.h"
-#include "am/scope.h"
-#include "ddl/ddl.h"
-#include "insert/keylock.h"
-#include "insert/probescan.h"
-#include "insert/waiters.h"
-#include "locate/builder.h"
+#include "hooks.h"
 #include "locate/filter.h"
-#include "locate/persist.h"
-#include "locate/rebuilds.h"
 #include "locate/summary.h"
-#include "read/keyprune.h"
 #include "read/lookupplan.h"
-#include "upsert/onconflict.h"
 
 GUNIQUE_MODULE_MAGIC;
 
-static shmem_request_hook_type prev_shmem_request_hook = NULL;
-static shmem_startup_hook_type prev_shmem_startup_hook = NULL;
-
 void		_PG_init(void);
 
+/* The settings; README.md, "Settings", says when to change each. */
 static void
-gunique_shmem_request(void)
+define_settings(void)
 {
-	if (prev_shmem_request_hook)
-		prev_shmem_request_hook();
-	gunique_keylock_shmem_request();
-	gunique_waiters_shmem_request();
-	gunique_summary_shmem_request();
-	gunique_rebuilds_shmem_request();
-	gunique_persist_shmem_request();	/* before the filters' size */
-	gunique_filter_shmem_request();
-	gunique_stats_shmem_request();
-	gunique_builder_shmem_request();
-}
-
-/*
- * The postmaster runs this at start and again after every crash restart,
- * when it has re-created shared memory, and so does each backend where
- * backends are not forked (EXEC_BACKEND): it only finds or creates gunique's
- * shared structures.  Per-process registrations (callbacks, hooks) belong
- * in _PG_init, which runs once in each process image.
- */
-static void
-gunique_shmem_startup(void)
-{
-	if (prev_shmem_startup_hook)
-		prev_shmem_startup_hook();
-	gunique_keylock_shmem_startup();
-	gunique_waiters_shmem_startup();
-	gunique_summary_shmem_startup();
-	gunique_rebuilds_shmem_startup();
-	gunique_filter_shmem_startup();
-	gunique_stats_shmem_startup();
-	gunique_builder_shmem_startup();
-	gunique_persist_load();
-}
-
-void
-_PG_init(void)
-{
-	if (!process_shared_preload_libraries_in_progress)
-		return;
-
 	DefineCustomIntVariable("gunique.max_summaries",
 							"Sets the number of gunique indexes whose key ranges and filters the shared table is sized for.",
 							"A probe skips a partition whose key range cannot hold the key.  Past this number, entries take the shared memory left spare; a leaf without one, once that runs out, is always probed.",
@@ -108,21 +55,24 @@ _PG_init(void)
 							 true,
 							 PGC_USERSET, 0,
 							 NULL, NULL, NULL);
-	gunique_lookup_plan_init();
+	DefineCustomBoolVariable("gunique.enable_lookup",
+							 "Enables the planner's use of lookups by a gunique key.",
+							 "A lookup reads a partitioned table by the key of a gunique index through the partitions that can hold the key.  Off, such a query reads every partition the partition key does not rule out, as PostgreSQL plans it; plans already made keep their lookups.  UPDATE and DELETE by the key are pruned to the key's partition only with it on.",
+							 &gunique_enable_lookup,
+							 true,
+							 PGC_USERSET, 0,
+							 NULL, NULL, NULL);
 	MarkGUCPrefixReserved("gunique");
+}
 
-	prev_shmem_request_hook = shmem_request_hook;
-	shmem_request_hook = gunique_shmem_request;
-	prev_shmem_startup_hook = shmem_startup_hook;
-	shmem_startup_hook = gunique_shmem_startup;
+void
+_PG_init(void)
+{
+	gunique_hooks_register_relcache();
+	if (!process_shared_preload_libraries_in_progress)
+		return;
 
+	define_settings();
 	gunique_preloaded = true;
-	gunique_ddl_init();
-	gunique_scope_init();
-	gunique_onconflict_init();
-	gunique_keyprune_init();
-	gunique_probescan_init();
-	gunique_stats_init();
-	gunique_summary_init();
-	gunique_persist_init();
+	gunique_hooks_install();
 }

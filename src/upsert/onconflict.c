@@ -25,9 +25,13 @@
  * another partition holds is skipped there.  A check that finds nothing
  * leaves the key's upsert lock held until the executor is done with the
  * row, so that two such statements never both pass the check with one
- * key.  The protocol and what it does not cover are in src/README, "INSERT ...
- * ON CONFLICT".  DO UPDATE of a row in another partition remains a unique
- * violation raised by the probe (see probe.c).
+ * key.  The protocol and what it does not cover are in src/README,
+ * "INSERT ... ON CONFLICT".  DO UPDATE of a row in another partition
+ * remains a unique violation raised by the probe (see probe.c).
+ *
+ * The planner and executor start hooks and the transaction, subtransaction
+ * and relcache callbacks are hooks.c's; they call the gunique_onconflict_*
+ * functions here.
  *
  *-------------------------------------------------------------------------
  */
@@ -80,8 +84,6 @@
 
 #ifdef GUNIQUE_NO_SPECULATIVE_INSERT
 
-static ExecutorStart_hook_type prev_ExecutorStart = NULL;
-
 /* A gunique index on the table or any partition under it, or InvalidOid. */
 static Oid
 find_gunique_index(Oid tableoid)
@@ -129,11 +131,12 @@ check_modify_table(PlannedStmt *pstmt, Plan *plan)
 }
 
 /*
- * The planner puts a ModifyTable only at the top of the plan of the query
- * it belongs to: the statement's, or a subplan's.
+ * Before the executor starts (hooks.c).  The planner puts a ModifyTable
+ * only at the top of the plan of the query it belongs to: the statement's,
+ * or a subplan's.
  */
-static void
-gunique_ExecutorStart(QueryDesc *queryDesc, int eflags)
+void
+gunique_onconflict_executor_start(QueryDesc *queryDesc, int eflags)
 {
 	PlannedStmt *pstmt = queryDesc->plannedstmt;
 	ListCell   *lc;
@@ -144,18 +147,33 @@ gunique_ExecutorStart(QueryDesc *queryDesc, int eflags)
 		foreach(lc, pstmt->subplans)
 			check_modify_table(pstmt, (Plan *) lfirst(lc));
 	}
-
-	if (prev_ExecutorStart)
-		prev_ExecutorStart(queryDesc, eflags);
-	else
-		standard_ExecutorStart(queryDesc, eflags);
 }
 
 void
-gunique_onconflict_init(void)
+gunique_onconflict_executor_started(QueryDesc *queryDesc, int eflags)
 {
-	prev_ExecutorStart = ExecutorStart_hook;
-	ExecutorStart_hook = gunique_ExecutorStart;
+}
+
+void
+gunique_onconflict_register_scan(void)
+{
+}
+
+void
+gunique_onconflict_xact_event(XactEvent event)
+{
+}
+
+void
+gunique_onconflict_subxact_event(SubXactEvent event,
+								 SubTransactionId mySubid,
+								 SubTransactionId parentSubid)
+{
+}
+
+void
+gunique_onconflict_relcache_inval(Oid relid)
+{
 }
 
 PlannedStmt *
@@ -235,7 +253,8 @@ typedef struct ConflictCheckState
 {
 	CustomScanState css;
 	ModifyTableState *mtstate;	/* above it, once the executor has started
-								 * (conflict_ExecutorStart), or NULL */
+								 * (gunique_onconflict_executor_started),
+								 * or NULL */
 	int			nchecked;
 	CheckedIndex *checked;
 	SnapshotData dirty;
@@ -254,8 +273,6 @@ static const CustomScanMethods conflict_scan_methods = {
 	.CustomName = CONFLICT_CHECK_NAME,
 	.CreateCustomScanState = conflict_create_state,
 };
-
-static ExecutorStart_hook_type prev_ExecutorStart = NULL;
 
 static const CustomExecMethods conflict_exec_methods = {
 	.CustomName = CONFLICT_CHECK_NAME,
@@ -474,10 +491,11 @@ gunique_onconflict_wait(Oid top, uint32 hash)
 
 /*
  * The transaction's end released the locks: no check of this backend is
- * pending any longer.
+ * pending any longer.  Any event (hooks.c), before the lock manager lets
+ * the locks go.
  */
-static void
-upsert_xact_callback(XactEvent event, void *arg)
+void
+gunique_onconflict_xact_event(XactEvent event)
 {
 	for (int i = 0; i < nheld_locks; i++)
 		upsert_lock_forget(&held_locks[i]);
@@ -486,11 +504,11 @@ upsert_xact_callback(XactEvent event, void *arg)
 
 /*
  * A subtransaction's abort released the locks taken in it; its commit
- * leaves them to its parent.
+ * leaves them to its parent (hooks.c).
  */
-static void
-upsert_subxact_callback(SubXactEvent event, SubTransactionId mySubid,
-						SubTransactionId parentSubid, void *arg)
+void
+gunique_onconflict_subxact_event(SubXactEvent event, SubTransactionId mySubid,
+								 SubTransactionId parentSubid)
 {
 	int			kept = 0;
 
@@ -606,8 +624,8 @@ oid_cmp_member(const void *a, const void *b)
 }
 
 /* Runs in invalidation processing: no allocation, no catalog access. */
-static void
-relcache_changed(Datum arg, Oid relid)
+void
+gunique_onconflict_relcache_inval(Oid relid)
 {
 	HASH_SEQ_STATUS seq;
 	TriggerAnswer *answer;
@@ -1020,26 +1038,29 @@ conflict_find_modify_table(PlanState *ps)
 
 /*
  * A conflict check routes its rows through its ModifyTable's routing,
- * which a node cannot reach from below: tell it, once the plan is started.
- * The planner puts a ModifyTable only at the top of a query's plan: the
- * statement's, or a subplan's (a data-modifying WITH query).
+ * which a node cannot reach from below: tell it, once the plan is started
+ * (hooks.c, after standard_ExecutorStart).  The planner puts a ModifyTable
+ * only at the top of a query's plan: the statement's, or a subplan's (a
+ * data-modifying WITH query).
  */
-static void
-conflict_ExecutorStart(QueryDesc *queryDesc, int eflags)
+void
+gunique_onconflict_executor_started(QueryDesc *queryDesc, int eflags)
 {
 	PlannedStmt *pstmt = queryDesc->plannedstmt;
 	ListCell   *lc;
 
-	if (prev_ExecutorStart)
-		prev_ExecutorStart(queryDesc, eflags);
-	else
-		standard_ExecutorStart(queryDesc, eflags);
 	if ((pstmt->commandType != CMD_INSERT && !pstmt->hasModifyingCTE) ||
 		(eflags & EXEC_FLAG_EXPLAIN_ONLY))
 		return;
 	conflict_find_modify_table(queryDesc->planstate);
 	foreach(lc, queryDesc->estate->es_subplanstates)
 		conflict_find_modify_table((PlanState *) lfirst(lc));
+}
+
+/* Before the executor starts (hooks.c): nothing to refuse on 18. */
+void
+gunique_onconflict_executor_start(QueryDesc *queryDesc, int eflags)
+{
 }
 
 /*
@@ -1066,7 +1087,10 @@ arbiter_gunique_indexes(ModifyTable *mt, Oid target)
 	return result;
 }
 
-/* Put a conflict check between an INSERT ... ON CONFLICT DO NOTHING and its rows. */
+/*
+ * Put a conflict check between an INSERT ... ON CONFLICT DO NOTHING and
+ * its rows.
+ */
 static void
 plan_modify_table(PlannedStmt *stmt, Plan *plan)
 {
@@ -1087,6 +1111,7 @@ plan_modify_table(PlannedStmt *stmt, Plan *plan)
 	cscan->custom_private = lcons_oid(target, indexes);
 }
 
+/* The planner hook's last step (hooks.c), on the finished plan. */
 PlannedStmt *
 gunique_onconflict_plan(PlannedStmt *stmt)
 {
@@ -1100,15 +1125,11 @@ gunique_onconflict_plan(PlannedStmt *stmt)
 	return stmt;
 }
 
+/* Called once, at load (hooks.c). */
 void
-gunique_onconflict_init(void)
+gunique_onconflict_register_scan(void)
 {
 	RegisterCustomScanMethods(&conflict_scan_methods);
-	CacheRegisterRelcacheCallback(relcache_changed, (Datum) 0);
-	RegisterXactCallback(upsert_xact_callback, NULL);
-	RegisterSubXactCallback(upsert_subxact_callback, NULL);
-	prev_ExecutorStart = ExecutorStart_hook;
-	ExecutorStart_hook = conflict_ExecutorStart;
 }
 
 #endif

@@ -24,7 +24,9 @@
 #include "hooks.h"
 #include "locate/filter.h"
 #include "locate/summary.h"
+#include "read/keyprune.h"
 #include "read/lookupplan.h"
+#include "upsert/onconflict.h"
 
 GUNIQUE_MODULE_MAGIC;
 
@@ -57,8 +59,22 @@ define_settings(void)
 							 NULL, NULL, NULL);
 	DefineCustomBoolVariable("gunique.enable_lookup",
 							 "Enables the planner's use of lookups by a gunique key.",
-							 "A lookup reads a partitioned table by the key of a gunique index through the partitions that can hold the key.  Off, such a query reads every partition the partition key does not rule out, as PostgreSQL plans it; plans already made keep their lookups.  UPDATE and DELETE by the key are pruned to the key's partition only with it on.",
+							 "A lookup reads a partitioned table by the key of a gunique index through the partitions that can hold the key.  Off, such a query reads every partition the partition key does not rule out, as PostgreSQL plans it; plans already made keep their lookups.  UPDATE and DELETE by the key have their own setting, gunique.enable_modify_by_key.",
 							 &gunique_enable_lookup,
+							 true,
+							 PGC_USERSET, 0,
+							 NULL, NULL, NULL);
+	DefineCustomBoolVariable("gunique.enable_modify_by_key",
+							 "Enables the planning of UPDATE and DELETE by a gunique key for the key's partition alone.",
+							 "Such a statement is planned for the partition that holds the key as it is planned, and checked again as it starts.  Off, it is planned for every partition the partition key does not rule out, as PostgreSQL plans it; plans already made keep theirs.",
+							 &gunique_enable_modify_by_key,
+							 true,
+							 PGC_USERSET, 0,
+							 NULL, NULL, NULL);
+	DefineCustomBoolVariable("gunique.enable_conflict_check",
+							 "Enables the check of INSERT ... ON CONFLICT DO NOTHING against the other partitions (PostgreSQL 18).",
+							 "The check skips a row whose key another partition holds.  Off, such a statement is refused as it starts, every execution, rather than fail with a unique violation at the first such row.  Before PostgreSQL 18 every INSERT ... ON CONFLICT on a table with a gunique index is refused whatever the setting.",
+							 &gunique_enable_conflict_check,
 							 true,
 							 PGC_USERSET, 0,
 							 NULL, NULL, NULL);

@@ -9,8 +9,9 @@
  * cached plan locks them all, and before 18 the executor opens them all,
  * on every execution.  Where the statement binds a gunique key to values
  * known when it is planned (constants, or the parameters of a custom
- * plan), the planner hook (lookupplan.c) finds the key's row first, and
- * this file makes the planner prune to that row's partition: the partition's own constraint
+ * plan), and gunique.enable_modify_by_key is on, the planner hook
+ * (lookupplan.c) finds the key's row first, and this file makes the
+ * planner prune to that row's partition: the partition's own constraint
  * is added to the table's restriction clauses as the relation is built,
  * where partition pruning reads it, and taken away again before the
  * partitions inherit it (a clause that holds for every row of the
@@ -90,6 +91,9 @@ struct GuniqueKeyPrune
 #define KEYCHECK_PRIVATE_QUERY		2
 #define KEYCHECK_PRIVATE_OPTIONS	3
 
+/* gunique.enable_modify_by_key */
+bool		gunique_enable_modify_by_key = true;
+
 /* Planning again because a check failed: no pruning then. */
 static int	keyprune_replanning = 0;
 
@@ -119,7 +123,7 @@ static const CustomExecMethods keycheck_exec_methods = {
 bool
 gunique_keyprune_allowed(void)
 {
-	return keyprune_replanning == 0;
+	return gunique_enable_modify_by_key && keyprune_replanning == 0;
 }
 
 /*
@@ -543,7 +547,9 @@ keyprune_replan(CustomScan *check, QueryDesc *queryDesc, bool prune)
  * plan: a plan whose check fails (a cached plan whose key's row has moved
  * since, or a row moved between planning and the snapshot) is made again
  * for the row's partition now, and checked again; if that fails too, made
- * as PostgreSQL would make it.
+ * as PostgreSQL would make it.  A plan already made with the check keeps
+ * it whatever gunique.enable_modify_by_key says now: it is correct either
+ * way, as a lookup's plan is.
  */
 void
 gunique_keyprune_executor_start(QueryDesc *queryDesc, int eflags)

@@ -20,6 +20,8 @@
 
 typedef struct GuniqueKeyPrune GuniqueKeyPrune;
 
+extern bool gunique_enable_modify_by_key;
+
 extern void gunique_keyprune_register_scan(void);
 extern void gunique_keyprune_executor_start(QueryDesc *queryDesc, int eflags);
 extern bool gunique_keyprune_allowed(void);

@@ -25,7 +25,7 @@
  * table's paths are never asked for, or its clauses do not bind the key
  * after all, the query is planned again as PostgreSQL would.  An UPDATE
  * or DELETE by the key is pruned to the key's partition instead
- * (keyprune.c).
+ * (keyprune.c), unless gunique.enable_modify_by_key is off.
  *
  * The planner, relation and path hooks are hooks.c's; they call the
  * gunique_lookup_* functions here.
@@ -825,12 +825,15 @@ gunique_lookup_planner(Query *parse, const char *query_string,
 	this.nested = false;
 	this.prune = NULL;
 	this.next = next;
-	if (gunique_enable_lookup && lookup_query_fits(parse))
+	if (lookup_query_fits(parse))
 	{
-		this.marks = lookup_mark_query(parse);
-		this.nested = lookup_query_nests(parse);
+		if (gunique_enable_lookup)
+		{
+			this.marks = lookup_mark_query(parse);
+			this.nested = lookup_query_nests(parse);
+		}
 	}
-	else if (gunique_enable_lookup)
+	else
 		this.prune = lookup_prune_query(parse, boundParams);
 	if (this.marks != NIL || this.nested || this.prune != NULL)
 		copy = copyObject(parse);

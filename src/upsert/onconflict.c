@@ -15,7 +15,7 @@
  * own).
  * Checking every execution also covers a cached plan made before the index
  * was created on a partition below the target table, which need not
- * invalidate it.
+ * invalidate it.  gunique.enable_conflict_check changes nothing there.
  *
  * From 18 on, the executor asks the access method for its equality
  * strategy, and ON CONFLICT works within the target partition.  Its
@@ -28,6 +28,13 @@
  * key.  The protocol and what it does not cover are in src/README,
  * "INSERT ... ON CONFLICT".  DO UPDATE of a row in another partition
  * remains a unique violation raised by the probe (see probe.c).
+ *
+ * With gunique.enable_conflict_check off, a statement whose plan has a
+ * check is refused as the executor starts, every execution: without the
+ * check, a row whose key another partition holds would not be skipped but
+ * fail with the probe's unique violation, which is never a duplicate but
+ * not what DO NOTHING promises.  The check stays in the plan whatever the
+ * setting, so that a cached plan obeys the setting of each execution.
  *
  * The planner and executor start hooks and the transaction, subtransaction
  * and relcache callbacks are hooks.c's; they call the gunique_onconflict_*
@@ -81,6 +88,9 @@
 #include "read/passnode.h"
 #include "upsert/onconflict.h"
 #include "upsert/waitgraph.h"
+
+/* gunique.enable_conflict_check */
+bool		gunique_enable_conflict_check = true;
 
 #ifdef GUNIQUE_NO_SPECULATIVE_INSERT
 
@@ -1057,10 +1067,50 @@ gunique_onconflict_executor_started(QueryDesc *queryDesc, int eflags)
 		conflict_find_modify_table((PlanState *) lfirst(lc));
 }
 
-/* Before the executor starts (hooks.c): nothing to refuse on 18. */
+/*
+ * Refuse a ModifyTable with a conflict check: gunique.enable_conflict_check
+ * is off.  The check's custom_private is the target, then its indexes.
+ */
+static void
+refuse_unchecked(Plan *plan)
+{
+	CustomScan *check;
+
+	if (plan == NULL || !IsA(plan, ModifyTable) || outerPlan(plan) == NULL ||
+		!IsA(outerPlan(plan), CustomScan))
+		return;
+	check = (CustomScan *) outerPlan(plan);
+	if (check->methods != &conflict_scan_methods)
+		return;
+	ereport(ERROR,
+			(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+			 errmsg("INSERT ... ON CONFLICT DO NOTHING into table \"%s\" is not allowed while \"%s\" is off",
+					get_rel_name(linitial_oid(check->custom_private)),
+					"gunique.enable_conflict_check"),
+			 errdetail("Gunique index \"%s\" arbitrates the statement's conflicts; without the conflict check, a row whose key another partition holds would fail with a unique violation instead of being skipped.",
+					   get_rel_name(lsecond_oid(check->custom_private))),
+			 errhint("Set \"%s\" to on, or insert without ON CONFLICT and catch unique_violation (SQLSTATE 23505).",
+					 "gunique.enable_conflict_check")));
+}
+
+/*
+ * Before the executor starts (hooks.c): with gunique.enable_conflict_check
+ * off, refuse a statement whose plan checks conflicts, before it locks or
+ * opens anything more.  Its plan is the one that runs, and the setting is
+ * read at each execution, so that a cached plan obeys it too.
+ */
 void
 gunique_onconflict_executor_start(QueryDesc *queryDesc, int eflags)
 {
+	PlannedStmt *pstmt = queryDesc->plannedstmt;
+	ListCell   *lc;
+
+	if (gunique_enable_conflict_check ||
+		(pstmt->commandType != CMD_INSERT && !pstmt->hasModifyingCTE))
+		return;
+	refuse_unchecked(pstmt->planTree);
+	foreach(lc, pstmt->subplans)
+		refuse_unchecked((Plan *) lfirst(lc));
 }
 
 /*
@@ -1111,7 +1161,10 @@ plan_modify_table(PlannedStmt *stmt, Plan *plan)
 	cscan->custom_private = lcons_oid(target, indexes);
 }
 
-/* The planner hook's last step (hooks.c), on the finished plan. */
+/*
+ * The planner hook's last step (hooks.c), on the finished plan, whatever
+ * gunique.enable_conflict_check says (see gunique_onconflict_executor_start).
+ */
 PlannedStmt *
 gunique_onconflict_plan(PlannedStmt *stmt)
 {

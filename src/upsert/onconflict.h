@@ -12,6 +12,8 @@
 #include "executor/execdesc.h"
 #include "nodes/plannodes.h"
 
+extern bool gunique_enable_conflict_check;
+
 /* For hooks.c: the custom scan, the hooks' and callbacks' parts. */
 extern void gunique_onconflict_register_scan(void);
 extern PlannedStmt *gunique_onconflict_plan(PlannedStmt *stmt);

@@ -3,7 +3,9 @@
 EXTENSION = gunique
 MODULE_big = gunique
 OBJS = \
+	src/common.o \
 	src/gunique.o \
+	src/hooks.o \
 	src/admin/leafcheck.o \
 	src/admin/stats.o \
 	src/admin/verify.o \
@@ -39,7 +41,7 @@ DATA = gunique--1.0.sql gunique--1.0--1.1.sql gunique--1.1--1.2.sql \
 	gunique--1.6--1.7.sql
 PGFILEDESC = "gunique - unique indexes across partitions"
 
-REGRESS = opclass plain partitioned probescan summary filter onconflict foreignkey lifecycle altertype verify privileges rollback progress checkleaves nested keytypes keytypes-icu keepkey comeback lookup merge modify-by-key limits limits-upsert
+REGRESS = opclass plain partitioned probescan summary filter onconflict foreignkey lifecycle altertype verify privileges rollback progress checkleaves nested keytypes keytypes-icu keepkey comeback lookup merge modify-by-key limits limits-upsert settings
 REGRESS_OPTS = --inputdir=. --outputdir=$(CURDIR)/results-regress
 
 ISOLATION = insert-insert insert-insert-3 summary-race filter-race views-race insert-delete update-move deadlock copy-update create-vs-insert attach-vs-insert waiters detach-vs-insert reindex-vs-insert attach-lock-order light-race serializable rollback-race attach-progress update-keepkey lookup-moves lookup-ddl lookup-serializable lookup-detach-concurrently upsert-race upsert-collide merge-race attach-default own-leaf-wait modify-by-key-vs-move

@@ -132,9 +132,9 @@ SELECT bump(i) FROM generate_series(30, 37) i;
 -- Not pruned: the setting off, the partition key bound as well (then
 -- PostgreSQL prunes), a key in an array, a serializable transaction,
 -- row-level security.
-SET gunique.enable_lookup = off;
+SET gunique.enable_modify_by_key = off;
 SELECT checked('UPDATE t SET v = 0 WHERE id = 5');
-RESET gunique.enable_lookup;
+RESET gunique.enable_modify_by_key;
 EXPLAIN (COSTS OFF) UPDATE t SET v = 0 WHERE id = 5 AND created = '2024-01-06';
 SELECT checked('UPDATE t SET v = 0 WHERE id = ANY (ARRAY[5, 6])');
 BEGIN ISOLATION LEVEL SERIALIZABLE;

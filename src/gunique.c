@@ -1,14 +1,15 @@
 /*-------------------------------------------------------------------------
  *
  * gunique.c
- *	  Module entry point: load-time setup.
+ *	  Module entry point: the settings, then the hooks.
  *
- * gunique installs its utility hook only when loaded through
+ * gunique installs its hooks only when loaded through
  * shared_preload_libraries.  A library loaded later, by the first call of the
- * access method's handler, would install the hook in the middle of the very
- * statement that needed it, and only in that one backend; instead, every
- * entry point that needs the hook refuses to work without the preload (see
- * gunique_report_not_preloaded).
+ * access method's handler, would install the utility hook in the middle of
+ * the very statement that needed it, and only in that one backend; instead,
+ * every entry point that needs the hooks refuses to work without the preload
+ * (see gunique_report_not_preloaded).  What the hooks call, and in which
+ * order, is hooks.c.
  *
  *-------------------------------------------------------------------------
  */
@@ -16,94 +17,25 @@
 
 #include "fmgr.h"
 #include "miscadmin.h"
-#include "storage/ipc.h"
-#include "storage/proc.h"
 #include "utils/guc.h"
 
 #include "compat.h"
 #include "gunique.h"
-#include "admin/stats.h"
-#include "am/scope.h"
-#include "ddl/ddl.h"
-#include "insert/keylock.h"
-#include "insert/probescan.h"
-#include "insert/waiters.h"
-#include "locate/builder.h"
+#include "hooks.h"
 #include "locate/filter.h"
-#include "locate/persist.h"
-#include "locate/rebuilds.h"
 #include "locate/summary.h"
 #include "read/keyprune.h"
-#include "read/lookup.h"
+#include "read/lookupplan.h"
 #include "upsert/onconflict.h"
 
 GUNIQUE_MODULE_MAGIC;
 
-bool		gunique_preloaded = false;
-
-static shmem_request_hook_type prev_shmem_request_hook = NULL;
-static shmem_startup_hook_type prev_shmem_startup_hook = NULL;
-
 void		_PG_init(void);
 
-/*
- * Per-backend slots in shared memory (waiters.c, keylock.c) are indexed by
- * this: regular backends and background workers have the first MaxBackends
- * PGPROCs, auxiliary processes and prepared transactions the rest.
- */
-int
-gunique_backend_slot(void)
-{
-	int			procno = MyProc - ProcGlobal->allProcs;
-
-	if (procno < 0 || procno >= MaxBackends)
-		elog(ERROR, "gunique: process %d has no backend slot", MyProcPid);
-	return procno;
-}
-
+/* The settings; README.md, "Settings", says when to change each. */
 static void
-gunique_shmem_request(void)
+define_settings(void)
 {
-	if (prev_shmem_request_hook)
-		prev_shmem_request_hook();
-	gunique_keylock_shmem_request();
-	gunique_waiters_shmem_request();
-	gunique_summary_shmem_request();
-	gunique_rebuilds_shmem_request();
-	gunique_persist_shmem_request();	/* before the filters' size */
-	gunique_filter_shmem_request();
-	gunique_stats_shmem_request();
-	gunique_builder_shmem_request();
-}
-
-/*
- * The postmaster runs this at start and again after every crash restart,
- * when it has re-created shared memory, and so does each backend where
- * backends are not forked (EXEC_BACKEND): it only finds or creates gunique's
- * shared structures.  Per-process registrations (callbacks, hooks) belong
- * in _PG_init, which runs once in each process image.
- */
-static void
-gunique_shmem_startup(void)
-{
-	if (prev_shmem_startup_hook)
-		prev_shmem_startup_hook();
-	gunique_keylock_shmem_startup();
-	gunique_waiters_shmem_startup();
-	gunique_summary_shmem_startup();
-	gunique_rebuilds_shmem_startup();
-	gunique_filter_shmem_startup();
-	gunique_stats_shmem_startup();
-	gunique_builder_shmem_startup();
-	gunique_persist_load();
-}
-
-void
-_PG_init(void)
-{
-	if (!process_shared_preload_libraries_in_progress)
-		return;
-
 	DefineCustomIntVariable("gunique.max_summaries",
 							"Sets the number of gunique indexes whose key ranges and filters the shared table is sized for.",
 							"A probe skips a partition whose key range cannot hold the key.  Past this number, entries take the shared memory left spare; a leaf without one, once that runs out, is always probed.",
@@ -125,61 +57,38 @@ _PG_init(void)
 							 true,
 							 PGC_USERSET, 0,
 							 NULL, NULL, NULL);
-	gunique_lookup_plan_init();
+	DefineCustomBoolVariable("gunique.enable_lookup",
+							 "Enables the planner's use of lookups by a gunique key.",
+							 "A lookup reads a partitioned table by the key of a gunique index through the partitions that can hold the key.  Off, such a query reads every partition the partition key does not rule out, as PostgreSQL plans it; plans already made keep their lookups.  UPDATE and DELETE by the key have their own setting, gunique.enable_modify_by_key.",
+							 &gunique_enable_lookup,
+							 true,
+							 PGC_USERSET, 0,
+							 NULL, NULL, NULL);
+	DefineCustomBoolVariable("gunique.enable_modify_by_key",
+							 "Enables the planning of UPDATE and DELETE by a gunique key for the key's partition alone.",
+							 "Such a statement is planned for the partition that holds the key as it is planned, and checked again as it starts.  Off, it is planned for every partition the partition key does not rule out, as PostgreSQL plans it; plans already made keep theirs.",
+							 &gunique_enable_modify_by_key,
+							 true,
+							 PGC_USERSET, 0,
+							 NULL, NULL, NULL);
+	DefineCustomBoolVariable("gunique.enable_conflict_check",
+							 "Enables the check of INSERT ... ON CONFLICT DO NOTHING against the other partitions (PostgreSQL 18).",
+							 "The check skips a row whose key another partition holds.  Off, such a statement is refused as it starts, every execution, rather than fail with a unique violation at the first such row.  Before PostgreSQL 18 every INSERT ... ON CONFLICT on a table with a gunique index is refused whatever the setting.",
+							 &gunique_enable_conflict_check,
+							 true,
+							 PGC_USERSET, 0,
+							 NULL, NULL, NULL);
 	MarkGUCPrefixReserved("gunique");
-
-	prev_shmem_request_hook = shmem_request_hook;
-	shmem_request_hook = gunique_shmem_request;
-	prev_shmem_startup_hook = shmem_startup_hook;
-	shmem_startup_hook = gunique_shmem_startup;
-
-	gunique_preloaded = true;
-	gunique_ddl_init();
-	gunique_scope_init();
-	gunique_onconflict_init();
-	gunique_keyprune_init();
-	gunique_probescan_init();
-	gunique_stats_init();
-	gunique_summary_init();
-	gunique_persist_init();
 }
 
-/*
- * Refuse an operation that needs the preloaded library.  Each operation has
- * its own whole message, for translation.
- */
 void
-gunique_report_not_preloaded(GuniquePreloadNeed need)
+_PG_init(void)
 {
-	const char *msg = NULL;
+	gunique_hooks_register_relcache();
+	if (!process_shared_preload_libraries_in_progress)
+		return;
 
-	switch (need)
-	{
-		case GUNIQUE_NEED_CREATE_TREE:
-			msg = gettext_noop("gunique must be loaded via shared_preload_libraries to create a gunique index on a partitioned table");
-			break;
-		case GUNIQUE_NEED_CREATE_PARTITION:
-			msg = gettext_noop("gunique must be loaded via shared_preload_libraries to create a partition of a table with a gunique index");
-			break;
-		case GUNIQUE_NEED_ATTACH:
-			msg = gettext_noop("gunique must be loaded via shared_preload_libraries to attach a partition to a gunique index");
-			break;
-		case GUNIQUE_NEED_ALTER_COLUMN:
-			msg = gettext_noop("gunique must be loaded via shared_preload_libraries to alter a column that a gunique index on a partitioned table depends on");
-			break;
-		case GUNIQUE_NEED_BUILD:
-			msg = gettext_noop("gunique must be loaded via shared_preload_libraries to build a partition of a gunique index");
-			break;
-		case GUNIQUE_NEED_INSERT:
-			msg = gettext_noop("gunique must be loaded via shared_preload_libraries to insert into a partition of a gunique index");
-			break;
-	}
-	if (msg == NULL)
-		elog(ERROR, "unrecognized gunique preload need: %d", (int) need);
-
-	ereport(ERROR,
-			(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
-			 errmsg_internal("%s", _(msg)),
-			 errdetail("Uniqueness across partitions is enforced by hooks that gunique installs only when the server preloads it."),
-			 errhint("Add \"gunique\" to shared_preload_libraries in postgresql.conf and restart the server.")));
+	define_settings();
+	gunique_preloaded = true;
+	gunique_hooks_install();
 }

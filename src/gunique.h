@@ -1,7 +1,8 @@
 /*-------------------------------------------------------------------------
  *
  * gunique.h
- *	  Declarations shared by every gunique module.
+ *	  Declarations shared by every gunique module: the helpers of
+ *	  common.c, which calls no other module.
  *
  *-------------------------------------------------------------------------
  */

@@ -52,7 +52,6 @@
 #include "utils/acl.h"
 #include "utils/builtins.h"
 #include "utils/fmgroids.h"
-#include "utils/inval.h"
 #include "utils/lsyscache.h"
 #include "utils/rel.h"
 
@@ -64,14 +63,15 @@ PG_FUNCTION_INFO_V1(gunique_check_leaves);
 
 /* The leaf presented as btree to amcheck right now, if any. */
 static Relation presented_leaf = NULL;
-static bool callback_registered = false;
 
 /*
  * A relcache invalidation rebuilds an open index's entry in place, from the
- * catalog: present the leaf as btree again.  Runs after the rebuild.
+ * catalog: present the leaf as btree again.  Runs after the rebuild, from
+ * the relcache callback that hooks.c registers at load, with or without
+ * the preload.
  */
-static void
-leafcheck_relcache_callback(Datum arg, Oid relid)
+void
+gunique_leafcheck_relcache_inval(Oid relid)
 {
 	if (presented_leaf != NULL &&
 		(relid == InvalidOid || relid == RelationGetRelid(presented_leaf)))
@@ -188,11 +188,6 @@ gunique_check_leaves(PG_FUNCTION_ARGS)
 
 	fmgr_info(amcheck_function(parent ? "bt_index_parent_check" :
 							   "bt_index_check"), &flinfo);
-	if (!callback_registered)
-	{
-		CacheRegisterRelcacheCallback(leafcheck_relcache_callback, (Datum) 0);
-		callback_registered = true;
-	}
 
 	/* Table before index, as everywhere; the leaves' tables come later. */
 	LockRelationOid(IndexGetRelation(indexoid, false), AccessShareLock);

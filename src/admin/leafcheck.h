@@ -10,6 +10,7 @@
 
 #include "fmgr.h"
 
+extern void gunique_leafcheck_relcache_inval(Oid relid);
 extern Datum gunique_check_leaves(PG_FUNCTION_ARGS);
 
 #endif							/* GUNIQUE_LEAFCHECK_H */

@@ -56,7 +56,6 @@ static HTAB *local_stats = NULL;
 static LocalStats *local_last = NULL;	/* the entry added to last: inserts
 										 * into one partition come in runs */
 static bool local_pending = false;
-static ExecutorEnd_hook_type prev_ExecutorEnd = NULL;
 
 PG_FUNCTION_INFO_V1(gunique_probe_stats);
 PG_FUNCTION_INFO_V1(gunique_probe_stats_reset);
@@ -140,26 +139,12 @@ stats_entry(Oid indexoid)
 	return entry;
 }
 
-/* Counts reach shared memory at the end of every statement. */
-static void
-stats_ExecutorEnd(QueryDesc *queryDesc)
-{
-	if (prev_ExecutorEnd)
-		prev_ExecutorEnd(queryDesc);
-	else
-		standard_ExecutorEnd(queryDesc);
-	gunique_stats_flush();
-}
-
-void
-gunique_stats_init(void)
-{
-	prev_ExecutorEnd = ExecutorEnd_hook;
-	ExecutorEnd_hook = stats_ExecutorEnd;
-}
-
-/* Add this backend's counts to the shared ones; counts that find no room
- * (more leaf indexes than entries) are dropped. */
+/*
+ * Add this backend's counts to the shared ones; counts that find no room
+ * (more leaf indexes than entries) are dropped.  At the end of every
+ * statement (the executor end hook, hooks.c) and of every transaction
+ * (probescan.c).
+ */
 void
 gunique_stats_flush(void)
 {

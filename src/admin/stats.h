@@ -26,7 +26,6 @@ typedef enum GuniqueStat
 extern void gunique_stats_shmem_request(void);
 extern void gunique_stats_shmem_startup(void);
 extern void gunique_stats_add(Relation index, const uint64 *counts);
-extern void gunique_stats_init(void);
 extern void gunique_stats_flush(void);
 
 #endif							/* GUNIQUE_STATS_H */

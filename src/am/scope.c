@@ -57,7 +57,6 @@
 #include "partitioning/partdefs.h"
 #include "storage/lmgr.h"
 #include "utils/hsearch.h"
-#include "utils/inval.h"
 #include "utils/lsyscache.h"
 #include "utils/memutils.h"
 #include "utils/builtins.h"
@@ -99,19 +98,6 @@ static bool walking = false;
 /* Bumped whenever locks taken by gunique_scope_lock may have been released. */
 static uint64 lock_generation = 1;
 
-static void scope_relcache_callback(Datum arg, Oid relid);
-static void scope_xact_callback(XactEvent event, void *arg);
-static void scope_subxact_callback(SubXactEvent event, SubTransactionId mySubid,
-								   SubTransactionId parentSubid, void *arg);
-
-void
-gunique_scope_init(void)
-{
-	CacheRegisterRelcacheCallback(scope_relcache_callback, (Datum) 0);
-	RegisterXactCallback(scope_xact_callback, NULL);
-	RegisterSubXactCallback(scope_subxact_callback, NULL);
-}
-
 static void
 scope_flush(void)
 {
@@ -128,8 +114,8 @@ scope_flush(void)
  * has read so far (its relations are not members yet), so the generation
  * moves and the lookup starts again (scope_build).
  */
-static void
-scope_relcache_callback(Datum arg, Oid relid)
+void
+gunique_scope_relcache_inval(Oid relid)
 {
 	if (walking)
 		cache_generation++;
@@ -140,16 +126,17 @@ scope_relcache_callback(Datum arg, Oid relid)
 		scope_flush();
 }
 
-static void
-scope_xact_callback(XactEvent event, void *arg)
+/* Every transaction event (hooks.c) ends its hold on its locks, or may. */
+void
+gunique_scope_xact_event(XactEvent event)
 {
-	/* Every event ends the transaction's hold on its locks, or may. */
 	lock_generation++;
 }
 
-static void
-scope_subxact_callback(SubXactEvent event, SubTransactionId mySubid,
-					   SubTransactionId parentSubid, void *arg)
+/* A subtransaction's abort releases the locks it took (hooks.c). */
+void
+gunique_scope_subxact_event(SubXactEvent event, SubTransactionId mySubid,
+							SubTransactionId parentSubid)
 {
 	if (event == SUBXACT_EVENT_ABORT_SUB)
 		lock_generation++;

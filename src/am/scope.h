@@ -8,6 +8,7 @@
 #ifndef GUNIQUE_SCOPE_H
 #define GUNIQUE_SCOPE_H
 
+#include "access/xact.h"
 #include "fmgr.h"
 #include "utils/relcache.h"
 
@@ -62,7 +63,11 @@ typedef struct GuniqueScope
 	bool		nulls_not_distinct;
 } GuniqueScope;
 
-extern void gunique_scope_init(void);
+extern void gunique_scope_relcache_inval(Oid relid);
+extern void gunique_scope_xact_event(XactEvent event);
+extern void gunique_scope_subxact_event(SubXactEvent event,
+										SubTransactionId mySubid,
+										SubTransactionId parentSubid);
 
 extern GuniqueScope *gunique_scope_for_leaf(Relation index,
 											 GuniqueLeafPlace *place,

@@ -7,11 +7,11 @@
  * index covers the partition key, and no access method callback runs before
  * that check.  A ProcessUtility hook is therefore the only place where
  * gunique can take over such statements, and it is installed only when the
- * library is preloaded (see gunique.c).  The hook lets PostgreSQL build the
- * index tree as a non-unique one, then marks it unique (tree.c) and checks
- * the keys of all leaves with one merge (merge.c) before the statement
- * returns, so that the tree is valid exactly when uniqueness holds across
- * it.
+ * library is preloaded (hooks.c, which calls gunique_ddl_utility).  It
+ * lets PostgreSQL build the index tree as a non-unique one, then marks it
+ * unique (tree.c) and checks the keys of all leaves with one merge
+ * (merge.c) before the statement returns, so that the tree is valid
+ * exactly when uniqueness holds across it.
  *
  * Statements handled:
  * - CREATE UNIQUE INDEX ... USING gunique on a partitioned table, with or
@@ -84,7 +84,6 @@
 #include "ddl/ddl.h"
 #include "ddl/fkey.h"
 #include "ddl/merge.h"
-#include "insert/probescan.h"
 #include "locate/builder.h"
 #include "locate/keymap.h"
 #include "locate/summary.h"
@@ -102,6 +101,8 @@ typedef struct UtilityCall
 	QueryEnvironment *queryEnv;
 	DestReceiver *dest;
 	QueryCompletion *qc;
+	ProcessUtility_hook_type next;	/* runs the statement: the previous
+									 * hook or standard_ProcessUtility */
 } UtilityCall;
 
 /*
@@ -119,9 +120,6 @@ typedef struct RebuiltTree
 	int			pending;		/* members of the new tree still to make */
 } RebuiltTree;
 
-static ProcessUtility_hook_type prev_ProcessUtility = NULL;
-static object_access_hook_type prev_object_access_hook = NULL;
-
 /* Set while PostgreSQL builds a gunique tree that the hook made non-unique. */
 static bool nonunique_build_allowed = false;
 
@@ -130,25 +128,16 @@ static List *rebuilt_trees = NIL;
 
 static void rebuilt_index_created(Oid relid);
 
-static void gunique_ProcessUtility(PlannedStmt *pstmt, const char *queryString,
-								   bool readOnlyTree,
-								   ProcessUtilityContext context,
-								   ParamListInfo params,
-								   QueryEnvironment *queryEnv,
-								   DestReceiver *dest, QueryCompletion *qc);
-
 /*
  * A dropped relation takes its summary and filter with it, if it had one:
  * a lookup by OID, so no catalog access is needed to tell.  DROP holds the
  * relation (or its table) in AccessExclusiveLock.  A database dropped or
  * created takes every entry of its OID.
  */
-static void
-gunique_object_access(ObjectAccessType access, Oid classId, Oid objectId,
-					  int subId, void *arg)
+void
+gunique_ddl_object_access(ObjectAccessType access, Oid classId, Oid objectId,
+						  int subId, void *arg)
 {
-	if (prev_object_access_hook)
-		prev_object_access_hook(access, classId, objectId, subId, arg);
 	if (access == OAT_DROP && classId == RelationRelationId && subId == 0)
 		gunique_summary_index_dropped(objectId);
 	if (access == OAT_POST_CREATE && classId == RelationRelationId &&
@@ -163,15 +152,6 @@ gunique_object_access(ObjectAccessType access, Oid classId, Oid objectId,
 	}
 }
 
-void
-gunique_ddl_init(void)
-{
-	prev_ProcessUtility = ProcessUtility_hook;
-	ProcessUtility_hook = gunique_ProcessUtility;
-	prev_object_access_hook = object_access_hook;
-	object_access_hook = gunique_object_access;
-}
-
 bool
 gunique_ddl_nonunique_build_allowed(void)
 {
@@ -181,16 +161,9 @@ gunique_ddl_nonunique_build_allowed(void)
 static void
 call_standard_hooks(UtilityCall *call)
 {
-	if (prev_ProcessUtility)
-		prev_ProcessUtility(call->pstmt, call->queryString,
-							call->readOnlyTree, call->context,
-							call->params, call->queryEnv, call->dest,
-							call->qc);
-	else
-		standard_ProcessUtility(call->pstmt, call->queryString,
-								call->readOnlyTree, call->context,
-								call->params, call->queryEnv, call->dest,
-								call->qc);
+	call->next(call->pstmt, call->queryString, call->readOnlyTree,
+			   call->context, call->params, call->queryEnv, call->dest,
+			   call->qc);
 }
 
 #ifdef GUNIQUE_NO_FOREIGN_KEYS
@@ -920,18 +893,21 @@ alter_table(UtilityCall *call)
 		attach_table(call, stmt, cmd);
 }
 
-static void
-gunique_ProcessUtility(PlannedStmt *pstmt, const char *queryString,
-					   bool readOnlyTree, ProcessUtilityContext context,
-					   ParamListInfo params, QueryEnvironment *queryEnv,
-					   DestReceiver *dest, QueryCompletion *qc)
+/*
+ * Run a utility statement through "next" (the previous hook or
+ * standard_ProcessUtility), once, taking over the statements that make or
+ * change gunique trees.
+ */
+void
+gunique_ddl_utility(PlannedStmt *pstmt, const char *queryString,
+					bool readOnlyTree, ProcessUtilityContext context,
+					ParamListInfo params, QueryEnvironment *queryEnv,
+					DestReceiver *dest, QueryCompletion *qc,
+					ProcessUtility_hook_type next)
 {
 	Node	   *parsetree = pstmt->utilityStmt;
 	UtilityCall call = {pstmt, queryString, readOnlyTree, context, params,
-	queryEnv, dest, qc};
-
-	/* It may drop, detach or truncate a leaf that probes hold open. */
-	gunique_probe_release_all();
+	queryEnv, dest, qc, next};
 
 	if (IsA(parsetree, IndexStmt) &&
 		index_stmt_is_gunique((IndexStmt *) parsetree))

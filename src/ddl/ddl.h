@@ -1,17 +1,28 @@
 /*-------------------------------------------------------------------------
  *
  * ddl.h
- *	  The utility hook that lets gunique indexes live on partitioned tables.
+ *	  The DDL that lets gunique indexes live on partitioned tables: what
+ *	  the utility and object access hooks (hooks.c) do.
  *
  *-------------------------------------------------------------------------
  */
 #ifndef GUNIQUE_DDL_H
 #define GUNIQUE_DDL_H
 
+#include "catalog/objectaccess.h"
 #include "fmgr.h"
+#include "tcop/utility.h"
 #include "utils/rel.h"
 
-extern void gunique_ddl_init(void);
+extern void gunique_ddl_utility(PlannedStmt *pstmt, const char *queryString,
+								bool readOnlyTree,
+								ProcessUtilityContext context,
+								ParamListInfo params,
+								QueryEnvironment *queryEnv,
+								DestReceiver *dest, QueryCompletion *qc,
+								ProcessUtility_hook_type next);
+extern void gunique_ddl_object_access(ObjectAccessType access, Oid classId,
+									  Oid objectId, int subId, void *arg);
 extern bool gunique_ddl_nonunique_build_allowed(void);
 extern void gunique_ddl_check_index(Relation index);
 

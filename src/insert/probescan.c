@@ -57,19 +57,6 @@
 /* The backend's ProbeStatements not yet released, innermost first. */
 static dlist_head live_statements = DLIST_STATIC_INIT(live_statements);
 
-static void probescan_xact_callback(XactEvent event, void *arg);
-static void probescan_subxact_callback(SubXactEvent event,
-									   SubTransactionId mySubid,
-									   SubTransactionId parentSubid,
-									   void *arg);
-
-void
-gunique_probescan_init(void)
-{
-	RegisterXactCallback(probescan_xact_callback, NULL);
-	RegisterSubXactCallback(probescan_subxact_callback, NULL);
-}
-
 /* An index OID's scan, in the statement's hash table of them. */
 typedef struct ProbeScanRef
 {
@@ -292,8 +279,13 @@ gunique_probescan_done(ProbeScan *ps)
 	table_index_fetch_reset(ps->fetch);
 }
 
-static void
-probescan_xact_callback(XactEvent event, void *arg)
+/*
+ * Before commit or prepare, the statements' scans are closed; at abort
+ * they are forgotten, and the resource owner releases what they held.
+ * The probe counters are flushed either way (hooks.c).
+ */
+void
+gunique_probescan_xact_event(XactEvent event)
 {
 	dlist_mutable_iter iter;
 
@@ -321,9 +313,9 @@ probescan_xact_callback(XactEvent event, void *arg)
  * A subtransaction's statements end with it; an outer statement's scans
  * stay open for it (none of its probes can have been cut short).
  */
-static void
-probescan_subxact_callback(SubXactEvent event, SubTransactionId mySubid,
-						   SubTransactionId parentSubid, void *arg)
+void
+gunique_probescan_subxact_event(SubXactEvent event, SubTransactionId mySubid,
+								SubTransactionId parentSubid)
 {
 	dlist_mutable_iter iter;
 

@@ -9,6 +9,7 @@
 #define GUNIQUE_PROBESCAN_H
 
 #include "access/relscan.h"
+#include "access/xact.h"
 #include "executor/tuptable.h"
 #include "lib/ilist.h"
 #include "utils/hsearch.h"
@@ -68,7 +69,10 @@ typedef struct ProbeScanContext
 	MemoryContext saved_context;
 } ProbeScanContext;
 
-extern void gunique_probescan_init(void);
+extern void gunique_probescan_xact_event(XactEvent event);
+extern void gunique_probescan_subxact_event(SubXactEvent event,
+											SubTransactionId mySubid,
+											SubTransactionId parentSubid);
 extern ProbeStatement *gunique_probe_statement(MemoryContext parent);
 extern void gunique_probe_statement_release(ProbeStatement *stmt);
 extern void gunique_probe_release_all(void);

@@ -41,7 +41,6 @@
 #include "storage/lwlock.h"
 #include "storage/shmem.h"
 #include "utils/hsearch.h"
-#include "utils/inval.h"
 #include "utils/lsyscache.h"
 #include "utils/memutils.h"
 
@@ -143,7 +142,6 @@ struct GuniqueSummaryMerge
 	uint64		nhashed;
 };
 
-static void summary_relcache_callback(Datum arg, Oid relid);
 static void summary_forget(Oid indexoid);
 static void summary_clear(Oid indexoid, bool retype, Oid typid);
 
@@ -170,9 +168,12 @@ gunique_summary_shmem_startup(void)
 	LWLockRelease(AddinShmemInitLock);
 }
 
-/* A dropped index's OID may come back as another index: forget memos. */
-static void
-summary_relcache_callback(Datum arg, Oid relid)
+/*
+ * A dropped index's OID may come back as another index: forget memos.
+ * Every relcache invalidation (hooks.c).
+ */
+void
+gunique_summary_relcache_inval(Oid relid)
 {
 	if (memos == NULL)
 		return;
@@ -216,8 +217,8 @@ summary_forget_at_abort(Oid indexoid, bool note)
  * summaries are made afresh once its locks are gone.  Then the summaries of
  * its rebuilds are final, and their note ends (rebuilds.c).
  */
-static void
-summary_xact_callback(XactEvent event, void *arg)
+void
+gunique_summary_xact_event(XactEvent event)
 {
 	switch (event)
 	{
@@ -239,9 +240,9 @@ summary_xact_callback(XactEvent event, void *arg)
 	}
 }
 
-static void
-summary_subxact_callback(SubXactEvent event, SubTransactionId mySubid,
-						 SubTransactionId parentSubid, void *arg)
+void
+gunique_summary_subxact_event(SubXactEvent event, SubTransactionId mySubid,
+							  SubTransactionId parentSubid)
 {
 	int			kept = 0;
 
@@ -260,20 +261,6 @@ summary_subxact_callback(SubXactEvent event, SubTransactionId mySubid,
 		built[kept++] = built[i];
 	}
 	nbuilt = kept;
-}
-
-/*
- * Called once per process image from _PG_init, not from the shared-memory
- * startup hook, which the postmaster runs again after every crash: each run
- * would take one more of PostgreSQL's few relcache callback slots, and the
- * backends it forks inherit them all.
- */
-void
-gunique_summary_init(void)
-{
-	CacheRegisterRelcacheCallback(summary_relcache_callback, (Datum) 0);
-	RegisterXactCallback(summary_xact_callback, NULL);
-	RegisterSubXactCallback(summary_subxact_callback, NULL);
 }
 
 /* Find or make the shared entry of an index whose keys are mapped. */
@@ -563,7 +550,7 @@ gunique_summary_leaf_rebuilt(Relation heap, Relation index)
 							RelationGetNumberOfBlocks(heap) == 0);
 	gunique_keymap_make(&map, index, CurrentMemoryContext);
 	summary_clear(RelationGetRelid(index), true, map.rangetype);
-	summary_relcache_callback((Datum) 0, RelationGetRelid(index));
+	gunique_summary_relcache_inval(RelationGetRelid(index));
 }
 
 /*

@@ -10,6 +10,7 @@
 #ifndef GUNIQUE_SUMMARY_H
 #define GUNIQUE_SUMMARY_H
 
+#include "access/xact.h"
 #include "port/atomics.h"
 #include "utils/rel.h"
 
@@ -89,7 +90,11 @@ extern int	gunique_max_summaries;
 
 extern void gunique_summary_shmem_request(void);
 extern void gunique_summary_shmem_startup(void);
-extern void gunique_summary_init(void);
+extern void gunique_summary_relcache_inval(Oid relid);
+extern void gunique_summary_xact_event(XactEvent event);
+extern void gunique_summary_subxact_event(SubXactEvent event,
+										  SubTransactionId mySubid,
+										  SubTransactionId parentSubid);
 
 extern GuniqueSummary *gunique_summary_for(Relation index);
 extern GuniqueSummary *gunique_summary_find(Oid indexoid);

@@ -9,23 +9,24 @@
  * cached plan locks them all, and before 18 the executor opens them all,
  * on every execution.  Where the statement binds a gunique key to values
  * known when it is planned (constants, or the parameters of a custom
- * plan), the planner hook (lookupplan.c) finds the key's row first, and
- * this file makes the planner prune to that row's partition: the
- * partition's own constraint is added to the table's restriction clauses
- * as the relation is built, where partition pruning reads it, and taken
- * away again before the partitions inherit it (a clause that holds for
- * every row of the partition, so that taking it away changes nothing).
- * A key found nowhere prunes every partition.
+ * plan), and gunique.enable_modify_by_key is on, the planner hook
+ * (lookupplan.c) finds the key's row first, and this file makes the
+ * planner prune to that row's partition: the partition's own constraint
+ * is added to the table's restriction clauses as the relation is built,
+ * where partition pruning reads it, and taken away again before the
+ * partitions inherit it (a clause that holds for every row of the
+ * partition, so that taking it away changes nothing).  A key found
+ * nowhere prunes every partition.
  *
  * The statement's snapshot is taken after planning, and a row with the
  * key may reach another partition in between (a row moved by an UPDATE of
  * the partition key, or deleted and inserted again).  So the plan carries
  * a check, a CustomScan above the scan that ModifyTable reads, which
- * passes rows through; the executor hook runs it before the executor
- * starts, with the statement's snapshot: the row of the key that snapshot
- * sees, if any, must be in a partition the plan modifies.  Otherwise the
- * statement is planned again, from a copy of its query kept in the check,
- * as PostgreSQL would plan it.  The proof is in src/README, "Modifying by
+ * passes rows through; the executor start hook (hooks.c) runs it before
+ * the executor starts, with the statement's snapshot: the row of the key
+ * that snapshot sees, if any, must be in a partition the plan modifies.
+ * Otherwise the statement is planned again, from a copy of its query kept
+ * in the check, as PostgreSQL would plan it.  The proof is in src/README, "Modifying by
  * the key".
  *
  *-------------------------------------------------------------------------
@@ -90,10 +91,11 @@ struct GuniqueKeyPrune
 #define KEYCHECK_PRIVATE_QUERY		2
 #define KEYCHECK_PRIVATE_OPTIONS	3
 
+/* gunique.enable_modify_by_key */
+bool		gunique_enable_modify_by_key = true;
+
 /* Planning again because a check failed: no pruning then. */
 static int	keyprune_replanning = 0;
-
-static ExecutorStart_hook_type prev_ExecutorStart = NULL;
 
 static Node *keycheck_create_state(CustomScan *cscan);
 static void keycheck_begin(CustomScanState *node, EState *estate, int eflags);
@@ -117,10 +119,11 @@ static const CustomExecMethods keycheck_exec_methods = {
 	.ExplainCustomScan = keycheck_explain,
 };
 
+/* May the statement being planned be pruned to its key's partition? */
 bool
 gunique_keyprune_allowed(void)
 {
-	return keyprune_replanning == 0;
+	return gunique_enable_modify_by_key && keyprune_replanning == 0;
 }
 
 /*
@@ -540,13 +543,16 @@ keyprune_replan(CustomScan *check, QueryDesc *queryDesc, bool prune)
 }
 
 /*
- * A plan whose check fails (a cached plan whose key's row has moved since,
- * or a row moved between planning and the snapshot) is made again for the
- * row's partition now, and checked again; if that fails too, made as
- * PostgreSQL would make it.
+ * The executor start hook's part (hooks.c), before the executor starts the
+ * plan: a plan whose check fails (a cached plan whose key's row has moved
+ * since, or a row moved between planning and the snapshot) is made again
+ * for the row's partition now, and checked again; if that fails too, made
+ * as PostgreSQL would make it.  A plan already made with the check keeps
+ * it whatever gunique.enable_modify_by_key says now: it is correct either
+ * way, as a lookup's plan is.
  */
-static void
-keyprune_ExecutorStart(QueryDesc *queryDesc, int eflags)
+void
+gunique_keyprune_executor_start(QueryDesc *queryDesc, int eflags)
 {
 	CustomScan *check = keyprune_check_of(queryDesc->plannedstmt);
 
@@ -558,10 +564,6 @@ keyprune_ExecutorStart(QueryDesc *queryDesc, int eflags)
 		if (check != NULL && !keyprune_holds(check, queryDesc))
 			keyprune_replan(check, queryDesc, false);
 	}
-	if (prev_ExecutorStart)
-		prev_ExecutorStart(queryDesc, eflags);
-	else
-		standard_ExecutorStart(queryDesc, eflags);
 }
 
 static Node *
@@ -610,10 +612,9 @@ keycheck_explain(CustomScanState *node, List *ancestors, ExplainState *es)
 		ExplainPropertyText("Index", name, es);
 }
 
+/* Called once, at load (hooks.c). */
 void
-gunique_keyprune_init(void)
+gunique_keyprune_register_scan(void)
 {
 	RegisterCustomScanMethods(&keycheck_scan_methods);
-	prev_ExecutorStart = ExecutorStart_hook;
-	ExecutorStart_hook = keyprune_ExecutorStart;
 }

@@ -10,6 +10,7 @@
 #ifndef GUNIQUE_KEYPRUNE_H
 #define GUNIQUE_KEYPRUNE_H
 
+#include "executor/execdesc.h"
 #include "nodes/params.h"
 #include "nodes/pathnodes.h"
 #include "nodes/plannodes.h"
@@ -19,7 +20,10 @@
 
 typedef struct GuniqueKeyPrune GuniqueKeyPrune;
 
-extern void gunique_keyprune_init(void);
+extern bool gunique_enable_modify_by_key;
+
+extern void gunique_keyprune_register_scan(void);
+extern void gunique_keyprune_executor_start(QueryDesc *queryDesc, int eflags);
 extern bool gunique_keyprune_allowed(void);
 extern GuniqueKeyPrune *gunique_keyprune_begin(Relation table, Index rti,
 											   Oid indexoid, List *values,

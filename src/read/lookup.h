@@ -1,8 +1,8 @@
 /*-------------------------------------------------------------------------
  *
  * lookup.h
- *	  Lookups by a gunique key: the planner's side (lookupplan.c) and the
- *	  executor's (lookup.c).  See src/README, "Lookups".
+ *	  Lookups by a gunique key: the scan and the reader (lookup.c); what
+ *	  the plan hands them (lookupplan.c).  See src/README, "Lookups".
  *
  *-------------------------------------------------------------------------
  */
@@ -36,9 +36,6 @@ typedef struct GuniqueLookupHit
 
 typedef struct GuniqueLookupReader GuniqueLookupReader;
 
-extern bool gunique_enable_lookup;
-
-extern void gunique_lookup_plan_init(void);
 extern Node *gunique_lookup_create_state(CustomScan *cscan);
 extern GuniqueLookupReader *gunique_lookup_reader_begin(Relation table,
 														Relation index,

@@ -25,7 +25,10 @@
  * table's paths are never asked for, or its clauses do not bind the key
  * after all, the query is planned again as PostgreSQL would.  An UPDATE
  * or DELETE by the key is pruned to the key's partition instead
- * (keyprune.c).
+ * (keyprune.c), unless gunique.enable_modify_by_key is off.
+ *
+ * The planner, relation and path hooks are hooks.c's; they call the
+ * gunique_lookup_* functions here.
  *
  *-------------------------------------------------------------------------
  */
@@ -54,7 +57,6 @@
 #include "partitioning/partprune.h"
 #include "rewrite/rewriteManip.h"
 #include "utils/array.h"
-#include "utils/guc.h"
 #include "utils/lsyscache.h"
 #include "utils/partcache.h"
 #include "utils/rel.h"
@@ -63,13 +65,9 @@
 #include "am/tree.h"
 #include "read/keyprune.h"
 #include "read/lookup.h"
-#include "upsert/onconflict.h"
+#include "read/lookupplan.h"
 
 bool		gunique_enable_lookup = true;
-
-static planner_hook_type prev_planner_hook = NULL;
-static get_relation_info_hook_type prev_get_relation_info_hook = NULL;
-static set_rel_pathlist_hook_type prev_set_rel_pathlist_hook = NULL;
 
 /* A gunique index's key, as clauses must name it to bind it. */
 typedef struct LookupKey
@@ -119,9 +117,11 @@ typedef struct LookupPlanning
 	List	   *marks;
 	bool		nested;			/* a subquery (in FROM, a sublink) reads a
 								 * table with a gunique index:
-								 * lookup_get_relation_info may add marks */
+								 * gunique_lookup_get_relation_info may add marks */
 	PlannerGlobal *glob;		/* its roots', once one is seen */
 	GuniqueKeyPrune *prune;		/* an UPDATE or DELETE by the key */
+	planner_hook_type next;		/* the previous planner hook, or
+								 * standard_planner (hooks.c) */
 	struct LookupPlanning *outer;
 } LookupPlanning;
 
@@ -707,8 +707,8 @@ lookup_prune_query(Query *parse, ParamListInfo boundParams)
  * query, a sublink: EXISTS, IN (SELECT ...)) read a partitioned table
  * with a gunique index?  The planner may pull it up into the query
  * (pull_up_subqueries, pull_up_sublinks), where the relation hook can
- * still take it out of expansion (lookup_get_relation_info).  *depth is
- * the query level of "node"'s query, 1 for the query planned.
+ * still take it out of expansion (gunique_lookup_get_relation_info).
+ * *depth is the query level of "node"'s query, 1 for the query planned.
  */
 static bool
 lookup_nests_walker(Node *node, int *depth)
@@ -773,12 +773,7 @@ lookup_call_planner(LookupPlanning *this, Query *parse,
 	planning = this;
 	PG_TRY();
 	{
-		if (prev_planner_hook)
-			result = prev_planner_hook(parse, query_string, cursorOptions,
-									   boundParams);
-		else
-			result = standard_planner(parse, query_string, cursorOptions,
-									  boundParams);
+		result = this->next(parse, query_string, cursorOptions, boundParams);
 	}
 	PG_FINALLY();
 	{
@@ -791,30 +786,34 @@ lookup_call_planner(LookupPlanning *this, Query *parse,
 /* Plan a query again, untouched: a planning with no marks, no pruning. */
 static PlannedStmt *
 lookup_plan_untouched(Query *parse, const char *query_string,
-					  int cursorOptions, ParamListInfo boundParams)
+					  int cursorOptions, ParamListInfo boundParams,
+					  planner_hook_type next)
 {
 	LookupPlanning none;
 
 	none.marks = NIL;
 	none.nested = false;
 	none.prune = NULL;
+	none.next = next;
 	return lookup_call_planner(&none, parse, query_string, cursorOptions,
 							   boundParams);
 }
 
 /*
- * Take the tables the lookup path can read out of inheritance expansion,
- * then plan.  A table that some root of the planning could not give the
- * lookup path (its clauses, as the planner rewrote them, do not bind the
- * key), or whose paths the planner never asked for, would be read as an
- * empty ONLY table: then plan the query again, untouched, from a copy.
- * An UPDATE or DELETE by the key is planned for the key's partition
- * (keyprune.c), and its plan given the check, which keeps the copy to plan
- * again from at execution.
+ * The planner hook's part (hooks.c): take the tables the lookup path can
+ * read out of inheritance expansion, then plan through "next" (the
+ * previous planner hook or standard_planner).  A table that some root of
+ * the planning could not give the lookup path (its clauses, as the
+ * planner rewrote them, do not bind the key), or whose paths the planner
+ * never asked for, would be read as an empty ONLY table: then plan the
+ * query again, untouched, from a copy.  An UPDATE or DELETE by the key is
+ * planned for the key's partition (keyprune.c), and its plan given the
+ * check, which keeps the copy to plan again from at execution.
  */
-static PlannedStmt *
-lookup_planner(Query *parse, const char *query_string, int cursorOptions,
-			   ParamListInfo boundParams)
+PlannedStmt *
+gunique_lookup_planner(Query *parse, const char *query_string,
+					   int cursorOptions, ParamListInfo boundParams,
+					   planner_hook_type next)
 {
 	LookupPlanning this;
 	Query	   *copy = NULL;
@@ -825,12 +824,16 @@ lookup_planner(Query *parse, const char *query_string, int cursorOptions,
 	this.marks = NIL;
 	this.nested = false;
 	this.prune = NULL;
-	if (gunique_enable_lookup && lookup_query_fits(parse))
+	this.next = next;
+	if (lookup_query_fits(parse))
 	{
-		this.marks = lookup_mark_query(parse);
-		this.nested = lookup_query_nests(parse);
+		if (gunique_enable_lookup)
+		{
+			this.marks = lookup_mark_query(parse);
+			this.nested = lookup_query_nests(parse);
+		}
 	}
-	else if (gunique_enable_lookup)
+	else
 		this.prune = lookup_prune_query(parse, boundParams);
 	if (this.marks != NIL || this.nested || this.prune != NULL)
 		copy = copyObject(parse);
@@ -846,12 +849,12 @@ lookup_planner(Query *parse, const char *query_string, int cursorOptions,
 	}
 	if (!complete)
 		result = lookup_plan_untouched(copy, query_string, cursorOptions,
-									   boundParams);
+									   boundParams, next);
 	else if (this.prune != NULL &&
 			 !gunique_keyprune_plan(this.prune, result, copy, cursorOptions))
 		result = lookup_plan_untouched(copy, query_string, cursorOptions,
-									   boundParams);
-	return gunique_onconflict_plan(result);
+									   boundParams, next);
+	return result;
 }
 
 /* What a btree search for one key costs, in either plan. */
@@ -907,7 +910,8 @@ lookup_append_cheaper(PlannerInfo *root, RelOptInfo *rel, List *clauses)
 }
 
 /*
- * A partitioned table of the query being planned, about to be expanded:
+ * The relation hook's part (hooks.c).  A partitioned table of the query
+ * being planned, about to be expanded:
  * one the planner hook marked, or one that a subquery read (a view, a
  * subquery in FROM, EXISTS), now pulled up into the query, whose clauses
  * bind a gunique key (marked here).  Unless PostgreSQL's plan costs less
@@ -916,22 +920,20 @@ lookup_append_cheaper(PlannerInfo *root, RelOptInfo *rel, List *clauses)
  * a relation that is not expanded does not have.  PostgreSQL reads
  * rte->inh again only after this (add_other_rels_to_query and later), for
  * a relation of the query being planned.  The same marks follow
- * (lookup_set_rel_pathlist, and the planner hook's check that every mark
- * got its path).  In the planning of an UPDATE or DELETE by the key, the
+ * (gunique_lookup_set_rel_pathlist, and the planner hook's check that
+ * every mark got its path).  In the planning of an UPDATE or DELETE by the key, the
  * relations of its query go to keyprune.c instead, which prunes the
  * table's partitions.
  */
-static void
-lookup_get_relation_info(PlannerInfo *root, Oid relationObjectId,
-						 bool inhparent, RelOptInfo *rel)
+void
+gunique_lookup_get_relation_info(PlannerInfo *root, Oid relationObjectId,
+								 bool inhparent, RelOptInfo *rel)
 {
 	RangeTblEntry *rte;
 	LookupMark *mark = NULL;
 	List	   *clauses;
 	ListCell   *lc;
 
-	if (prev_get_relation_info_hook)
-		prev_get_relation_info_hook(root, relationObjectId, inhparent, rel);
 	if (planning != NULL && planning->prune != NULL &&
 		root->query_level == 1)
 	{
@@ -1066,14 +1068,17 @@ lookup_add_path(PlannerInfo *root, RelOptInfo *rel, RangeTblEntry *rte,
 	return true;
 }
 
-static void
-lookup_set_rel_pathlist(PlannerInfo *root, RelOptInfo *rel, Index rti,
-						RangeTblEntry *rte)
+/*
+ * The path hook's part (hooks.c): a table the planner hook or the relation
+ * hook marked, now a relation without children, gets the lookup path as
+ * its only path.
+ */
+void
+gunique_lookup_set_rel_pathlist(PlannerInfo *root, RelOptInfo *rel,
+								Index rti, RangeTblEntry *rte)
 {
 	ListCell   *lc;
 
-	if (prev_set_rel_pathlist_hook)
-		prev_set_rel_pathlist_hook(root, rel, rti, rte);
 	if (planning == NULL || planning->marks == NIL)
 		return;
 	if (planning->glob == NULL)
@@ -1136,21 +1141,9 @@ lookup_plan_path(PlannerInfo *root, RelOptInfo *rel, CustomPath *best_path,
 	return &cscan->scan.plan;
 }
 
+/* Called once, at load (hooks.c). */
 void
-gunique_lookup_plan_init(void)
+gunique_lookup_register_scan(void)
 {
-	DefineCustomBoolVariable("gunique.enable_lookup",
-							 "Enables the planner's use of lookups by a gunique key.",
-							 "A lookup reads a partitioned table by the key of a gunique index through the partitions that can hold the key. Off, such a query reads every partition the partition key does not rule out, as PostgreSQL plans it; plans already made keep their lookups.",
-							 &gunique_enable_lookup,
-							 true,
-							 PGC_USERSET, 0,
-							 NULL, NULL, NULL);
 	RegisterCustomScanMethods(&lookup_scan_methods);
-	prev_planner_hook = planner_hook;
-	planner_hook = lookup_planner;
-	prev_get_relation_info_hook = get_relation_info_hook;
-	get_relation_info_hook = lookup_get_relation_info;
-	prev_set_rel_pathlist_hook = set_rel_pathlist_hook;
-	set_rel_pathlist_hook = lookup_set_rel_pathlist;
 }

@@ -15,7 +15,7 @@
  * own).
  * Checking every execution also covers a cached plan made before the index
  * was created on a partition below the target table, which need not
- * invalidate it.
+ * invalidate it.  gunique.enable_conflict_check changes nothing there.
  *
  * From 18 on, the executor asks the access method for its equality
  * strategy, and ON CONFLICT works within the target partition.  Its
@@ -25,9 +25,20 @@
  * another partition holds is skipped there.  A check that finds nothing
  * leaves the key's upsert lock held until the executor is done with the
  * row, so that two such statements never both pass the check with one
- * key.  The protocol and what it does not cover are in src/README, "INSERT ...
- * ON CONFLICT".  DO UPDATE of a row in another partition remains a unique
- * violation raised by the probe (see probe.c).
+ * key.  The protocol and what it does not cover are in src/README,
+ * "INSERT ... ON CONFLICT".  DO UPDATE of a row in another partition
+ * remains a unique violation raised by the probe (see probe.c).
+ *
+ * With gunique.enable_conflict_check off, a statement whose plan has a
+ * check is refused as the executor starts, every execution: without the
+ * check, a row whose key another partition holds would not be skipped but
+ * fail with the probe's unique violation, which is never a duplicate but
+ * not what DO NOTHING promises.  The check stays in the plan whatever the
+ * setting, so that a cached plan obeys the setting of each execution.
+ *
+ * The planner and executor start hooks and the transaction, subtransaction
+ * and relcache callbacks are hooks.c's; they call the gunique_onconflict_*
+ * functions here.
  *
  *-------------------------------------------------------------------------
  */
@@ -78,9 +89,10 @@
 #include "upsert/onconflict.h"
 #include "upsert/waitgraph.h"
 
-#ifdef GUNIQUE_NO_SPECULATIVE_INSERT
+/* gunique.enable_conflict_check */
+bool		gunique_enable_conflict_check = true;
 
-static ExecutorStart_hook_type prev_ExecutorStart = NULL;
+#ifdef GUNIQUE_NO_SPECULATIVE_INSERT
 
 /* A gunique index on the table or any partition under it, or InvalidOid. */
 static Oid
@@ -129,11 +141,12 @@ check_modify_table(PlannedStmt *pstmt, Plan *plan)
 }
 
 /*
- * The planner puts a ModifyTable only at the top of the plan of the query
- * it belongs to: the statement's, or a subplan's.
+ * Before the executor starts (hooks.c).  The planner puts a ModifyTable
+ * only at the top of the plan of the query it belongs to: the statement's,
+ * or a subplan's.
  */
-static void
-gunique_ExecutorStart(QueryDesc *queryDesc, int eflags)
+void
+gunique_onconflict_executor_start(QueryDesc *queryDesc, int eflags)
 {
 	PlannedStmt *pstmt = queryDesc->plannedstmt;
 	ListCell   *lc;
@@ -144,18 +157,33 @@ gunique_ExecutorStart(QueryDesc *queryDesc, int eflags)
 		foreach(lc, pstmt->subplans)
 			check_modify_table(pstmt, (Plan *) lfirst(lc));
 	}
-
-	if (prev_ExecutorStart)
-		prev_ExecutorStart(queryDesc, eflags);
-	else
-		standard_ExecutorStart(queryDesc, eflags);
 }
 
 void
-gunique_onconflict_init(void)
+gunique_onconflict_executor_started(QueryDesc *queryDesc, int eflags)
 {
-	prev_ExecutorStart = ExecutorStart_hook;
-	ExecutorStart_hook = gunique_ExecutorStart;
+}
+
+void
+gunique_onconflict_register_scan(void)
+{
+}
+
+void
+gunique_onconflict_xact_event(XactEvent event)
+{
+}
+
+void
+gunique_onconflict_subxact_event(SubXactEvent event,
+								 SubTransactionId mySubid,
+								 SubTransactionId parentSubid)
+{
+}
+
+void
+gunique_onconflict_relcache_inval(Oid relid)
+{
 }
 
 PlannedStmt *
@@ -235,7 +263,8 @@ typedef struct ConflictCheckState
 {
 	CustomScanState css;
 	ModifyTableState *mtstate;	/* above it, once the executor has started
-								 * (conflict_ExecutorStart), or NULL */
+								 * (gunique_onconflict_executor_started),
+								 * or NULL */
 	int			nchecked;
 	CheckedIndex *checked;
 	SnapshotData dirty;
@@ -254,8 +283,6 @@ static const CustomScanMethods conflict_scan_methods = {
 	.CustomName = CONFLICT_CHECK_NAME,
 	.CreateCustomScanState = conflict_create_state,
 };
-
-static ExecutorStart_hook_type prev_ExecutorStart = NULL;
 
 static const CustomExecMethods conflict_exec_methods = {
 	.CustomName = CONFLICT_CHECK_NAME,
@@ -474,10 +501,11 @@ gunique_onconflict_wait(Oid top, uint32 hash)
 
 /*
  * The transaction's end released the locks: no check of this backend is
- * pending any longer.
+ * pending any longer.  Any event (hooks.c), before the lock manager lets
+ * the locks go.
  */
-static void
-upsert_xact_callback(XactEvent event, void *arg)
+void
+gunique_onconflict_xact_event(XactEvent event)
 {
 	for (int i = 0; i < nheld_locks; i++)
 		upsert_lock_forget(&held_locks[i]);
@@ -486,11 +514,11 @@ upsert_xact_callback(XactEvent event, void *arg)
 
 /*
  * A subtransaction's abort released the locks taken in it; its commit
- * leaves them to its parent.
+ * leaves them to its parent (hooks.c).
  */
-static void
-upsert_subxact_callback(SubXactEvent event, SubTransactionId mySubid,
-						SubTransactionId parentSubid, void *arg)
+void
+gunique_onconflict_subxact_event(SubXactEvent event, SubTransactionId mySubid,
+								 SubTransactionId parentSubid)
 {
 	int			kept = 0;
 
@@ -606,8 +634,8 @@ oid_cmp_member(const void *a, const void *b)
 }
 
 /* Runs in invalidation processing: no allocation, no catalog access. */
-static void
-relcache_changed(Datum arg, Oid relid)
+void
+gunique_onconflict_relcache_inval(Oid relid)
 {
 	HASH_SEQ_STATUS seq;
 	TriggerAnswer *answer;
@@ -1020,26 +1048,69 @@ conflict_find_modify_table(PlanState *ps)
 
 /*
  * A conflict check routes its rows through its ModifyTable's routing,
- * which a node cannot reach from below: tell it, once the plan is started.
- * The planner puts a ModifyTable only at the top of a query's plan: the
- * statement's, or a subplan's (a data-modifying WITH query).
+ * which a node cannot reach from below: tell it, once the plan is started
+ * (hooks.c, after standard_ExecutorStart).  The planner puts a ModifyTable
+ * only at the top of a query's plan: the statement's, or a subplan's (a
+ * data-modifying WITH query).
  */
-static void
-conflict_ExecutorStart(QueryDesc *queryDesc, int eflags)
+void
+gunique_onconflict_executor_started(QueryDesc *queryDesc, int eflags)
 {
 	PlannedStmt *pstmt = queryDesc->plannedstmt;
 	ListCell   *lc;
 
-	if (prev_ExecutorStart)
-		prev_ExecutorStart(queryDesc, eflags);
-	else
-		standard_ExecutorStart(queryDesc, eflags);
 	if ((pstmt->commandType != CMD_INSERT && !pstmt->hasModifyingCTE) ||
 		(eflags & EXEC_FLAG_EXPLAIN_ONLY))
 		return;
 	conflict_find_modify_table(queryDesc->planstate);
 	foreach(lc, queryDesc->estate->es_subplanstates)
 		conflict_find_modify_table((PlanState *) lfirst(lc));
+}
+
+/*
+ * Refuse a ModifyTable with a conflict check: gunique.enable_conflict_check
+ * is off.  The check's custom_private is the target, then its indexes.
+ */
+static void
+refuse_unchecked(Plan *plan)
+{
+	CustomScan *check;
+
+	if (plan == NULL || !IsA(plan, ModifyTable) || outerPlan(plan) == NULL ||
+		!IsA(outerPlan(plan), CustomScan))
+		return;
+	check = (CustomScan *) outerPlan(plan);
+	if (check->methods != &conflict_scan_methods)
+		return;
+	ereport(ERROR,
+			(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+			 errmsg("INSERT ... ON CONFLICT DO NOTHING into table \"%s\" is not allowed while \"%s\" is off",
+					get_rel_name(linitial_oid(check->custom_private)),
+					"gunique.enable_conflict_check"),
+			 errdetail("Gunique index \"%s\" arbitrates the statement's conflicts; without the conflict check, a row whose key another partition holds would fail with a unique violation instead of being skipped.",
+					   get_rel_name(lsecond_oid(check->custom_private))),
+			 errhint("Set \"%s\" to on, or insert without ON CONFLICT and catch unique_violation (SQLSTATE 23505).",
+					 "gunique.enable_conflict_check")));
+}
+
+/*
+ * Before the executor starts (hooks.c): with gunique.enable_conflict_check
+ * off, refuse a statement whose plan checks conflicts, before it locks or
+ * opens anything more.  Its plan is the one that runs, and the setting is
+ * read at each execution, so that a cached plan obeys it too.
+ */
+void
+gunique_onconflict_executor_start(QueryDesc *queryDesc, int eflags)
+{
+	PlannedStmt *pstmt = queryDesc->plannedstmt;
+	ListCell   *lc;
+
+	if (gunique_enable_conflict_check ||
+		(pstmt->commandType != CMD_INSERT && !pstmt->hasModifyingCTE))
+		return;
+	refuse_unchecked(pstmt->planTree);
+	foreach(lc, pstmt->subplans)
+		refuse_unchecked((Plan *) lfirst(lc));
 }
 
 /*
@@ -1066,7 +1137,10 @@ arbiter_gunique_indexes(ModifyTable *mt, Oid target)
 	return result;
 }
 
-/* Put a conflict check between an INSERT ... ON CONFLICT DO NOTHING and its rows. */
+/*
+ * Put a conflict check between an INSERT ... ON CONFLICT DO NOTHING and
+ * its rows.
+ */
 static void
 plan_modify_table(PlannedStmt *stmt, Plan *plan)
 {
@@ -1087,6 +1161,10 @@ plan_modify_table(PlannedStmt *stmt, Plan *plan)
 	cscan->custom_private = lcons_oid(target, indexes);
 }
 
+/*
+ * The planner hook's last step (hooks.c), on the finished plan, whatever
+ * gunique.enable_conflict_check says (see gunique_onconflict_executor_start).
+ */
 PlannedStmt *
 gunique_onconflict_plan(PlannedStmt *stmt)
 {
@@ -1100,15 +1178,11 @@ gunique_onconflict_plan(PlannedStmt *stmt)
 	return stmt;
 }
 
+/* Called once, at load (hooks.c). */
 void
-gunique_onconflict_init(void)
+gunique_onconflict_register_scan(void)
 {
 	RegisterCustomScanMethods(&conflict_scan_methods);
-	CacheRegisterRelcacheCallback(relcache_changed, (Datum) 0);
-	RegisterXactCallback(upsert_xact_callback, NULL);
-	RegisterSubXactCallback(upsert_subxact_callback, NULL);
-	prev_ExecutorStart = ExecutorStart_hook;
-	ExecutorStart_hook = conflict_ExecutorStart;
 }
 
 #endif

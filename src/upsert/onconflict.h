@@ -8,17 +8,26 @@
 #ifndef GUNIQUE_ONCONFLICT_H
 #define GUNIQUE_ONCONFLICT_H
 
+#include "access/xact.h"
+#include "executor/execdesc.h"
 #include "nodes/plannodes.h"
 
-/*
- * Upsert locks are heavyweight locks in the advisory lock space with this
- * field4 (pg_advisory_lock uses 1 and 2); field1 is the database, field2
- * the tree's top index, field3 the key's hash.  onconflict.c.
- */
-#define GUNIQUE_UPSERT_LOCK_FIELD4	0x6775
+extern bool gunique_enable_conflict_check;
 
-extern void gunique_onconflict_init(void);
+/* For hooks.c: the custom scan, the hooks' and callbacks' parts. */
+extern void gunique_onconflict_register_scan(void);
 extern PlannedStmt *gunique_onconflict_plan(PlannedStmt *stmt);
+extern void gunique_onconflict_executor_start(QueryDesc *queryDesc,
+											  int eflags);
+extern void gunique_onconflict_executor_started(QueryDesc *queryDesc,
+												int eflags);
+extern void gunique_onconflict_xact_event(XactEvent event);
+extern void gunique_onconflict_subxact_event(SubXactEvent event,
+											 SubTransactionId mySubid,
+											 SubTransactionId parentSubid);
+extern void gunique_onconflict_relcache_inval(Oid relid);
+
+/* For the insert path. */
 extern void gunique_onconflict_release_locks(Oid top,
 											 TransactionId xwait);
 extern void gunique_onconflict_release_waits(Oid top);

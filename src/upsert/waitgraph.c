@@ -37,7 +37,6 @@
 #include "storage/proc.h"
 
 #include "compat.h"
-#include "upsert/onconflict.h"
 #include "upsert/waitgraph.h"
 
 /* The lock groups still to look at, and those seen, by leader's pid. */

@@ -5,9 +5,9 @@
  *
  * A group's filter of 64 leaves or more tags each key by the leaf that
  * holds it, with a tag and a subtag (filter.c); a leaf that holds a key
- * has both among the key's (src/README, I6).  Probes (probe.c,
- * probegroup.c) and lookups (lookup.c) keep their leaves listed here, and
- * ask the filter which of them a key may be in.
+ * has both among the key's (src/README, I6).  Lookups (lookup.c) keep
+ * their leaves listed here, and ask the filter which of them a key may be
+ * in.
  *
  *-------------------------------------------------------------------------
  */

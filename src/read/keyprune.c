@@ -25,8 +25,10 @@
  * starts, with the statement's snapshot: the row of the key that snapshot
  * sees, if any, must be in a partition the plan modifies.  Otherwise the
  * statement is planned again, from a copy of its query kept in the check,
- * as PostgreSQL would plan it.  The proof is in src/README, "Modifying by
- * the key".
+ * as PostgreSQL would plan it.  Both the guess and the check find the row
+ * through lookup.c's reader, which looks only in the partitions that may
+ * hold the key (src/README, "Locating a key").  The proof is in
+ * src/README, "Modifying by the key".
  *
  *-------------------------------------------------------------------------
  */
@@ -270,7 +272,7 @@ keyprune_find(Relation table, Oid indexoid, Datum *keys, bool *isnull,
 	Oid			result = InvalidOid;
 
 	reader = gunique_lookup_reader_begin(table, index, snapshot);
-	if (gunique_lookup_reader_find(reader, keys, isnull, &hit))
+	if (gunique_lookup_reader_find(reader, keys, isnull, NULL, &hit))
 		result = hit.heapoid;
 	gunique_lookup_reader_end(reader);
 	index_close(index, NoLock);

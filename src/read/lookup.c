@@ -1417,10 +1417,15 @@ gunique_lookup_reader_begin(Relation table, Relation index, Snapshot snapshot)
 	return (GuniqueLookupReader *) state;
 }
 
-/* The first row of the key found in the tree, if any, into "hit". */
+/*
+ * The first row of the key found in the tree, if any, into "hit".  "key"
+ * is the key as the caller mapped it with a key map of an index of the
+ * tree (every member maps keys alike, invariant 6), or NULL.
+ */
 bool
 gunique_lookup_reader_find(GuniqueLookupReader *reader, Datum *values,
-						   bool *isnull, GuniqueLookupHit *hit)
+						   bool *isnull, GuniqueLocateKey *key,
+						   GuniqueLookupHit *hit)
 {
 	LookupScanState *state = (LookupScanState *) reader;
 	LookupRow  *row;
@@ -1430,7 +1435,7 @@ gunique_lookup_reader_find(GuniqueLookupReader *reader, Datum *values,
 	state->nrows = 0;
 	state->maxrows = 0;
 	state->waited = NIL;
-	lookup_key(state, values, isnull, NULL);
+	lookup_key(state, values, isnull, key);
 	if (state->nrows == 0)
 		return false;
 	row = &state->rows[0];

@@ -25,7 +25,7 @@ OBJS = \
 	src/locate/builder.o \
 	src/locate/filter.o \
 	src/locate/keymap.o \
-	src/locate/leaftags.o \
+	src/locate/locate.o \
 	src/locate/persist.o \
 	src/locate/rebuilds.o \
 	src/locate/summary.o \

@@ -8,11 +8,12 @@
  * inserted for a transaction in progress that holds the key.  gunique does
  * the same across the leaves of a tree that could hold the key (the leaf's
  * group, scope.c), with a dirty snapshot, under a key lock (keylock.c) in
- * place of the page lock; own leaf is nbtree's to check, and this file
- * looks at it too when nbtree reports it may hold the key.  The steps are
- * src/README, "The insert path"; why two inserters of equal keys never
- * both insert, why nobody waits on a waiter, and why the only deadlocks
- * are genuine ones: I3, I4 and I4a there.
+ * place of the page lock; locate.c tells which of them may hold it.  Own
+ * leaf is nbtree's to check, and this file looks at it too when nbtree
+ * reports it may hold the key.  The steps are src/README, "The insert
+ * path"; why a leaf ruled out does not hold the key: "Locating a key"; why
+ * two inserters of equal keys never both insert, why nobody waits on a
+ * waiter, and why the only deadlocks are genuine ones: I3, I4 and I4a.
  *
  * The access method's insert (handler.c) calls gunique_probe_before_insert,
  * which returns holding the key lock if it probed, then nbtree's insert,
@@ -46,8 +47,8 @@
 #include "insert/probescan.h"
 #include "insert/waiters.h"
 #include "locate/builder.h"
-#include "locate/filter.h"
 #include "locate/keymap.h"
+#include "locate/locate.h"
 #include "locate/summary.h"
 #include "upsert/onconflict.h"
 
@@ -201,227 +202,68 @@ probe_leaf(ProbeScan *ps, Oid topindex, int nkeys, Datum *values,
 	return RelationGetRelid(ps->heap);
 }
 
-/*
- * Could the leaf of scan "ps" hold the key, as far as a copy of its summary
- * (taken now, or the statement's) tells?  Notes in the group when a leaf
- * without a filter has been searched often enough to be worth one.
- */
-static inline bool
-probe_copy_needed(ProbeGroup *pg, ProbeScan *ps, GuniqueSummaryCopy *copy,
-				  GuniqueKeyImage *key, GuniqueFilterKey *fkey,
-				  uint64 *counts)
+/* Count what locating ruled out (locate.c). */
+static inline void
+probe_count_located(uint64 *counts, GuniqueLocateCounts *located)
 {
-	if (gunique_summary_copy_outside(copy, key))
+	counts[GUNIQUE_STAT_LEAVES_SKIPPED] += located->range;
+	counts[GUNIQUE_STAT_LEAVES_FILTERED] += located->filter;
+}
+
+/*
+ * Search a leaf that may hold the key, unless its scan is not ready (then
+ * it is left in *unready for the caller to make ready without the key
+ * lock).  Notes in the group when a leaf without a filter has been searched
+ * often enough to be worth one.
+ */
+static Oid
+probe_target(ProbeGroup *pg, ProbeScan *ps, ProbeFinding *finding,
+			 Datum *values, bool *isnull, uint64 *counts, ProbeScan **unready)
+{
+	if (!ps->ready)
 	{
-		counts[GUNIQUE_STAT_LEAVES_SKIPPED]++;
-		return false;
-	}
-	if (gunique_filter_excludes(copy->filter, fkey))
-	{
-		counts[GUNIQUE_STAT_LEAVES_FILTERED]++;
-		return false;
+		*unready = ps;
+		return InvalidOid;
 	}
 	if (ps->summary != NULL &&
 		gunique_summary_searched(ps->summary, ps->index, &ps->filter_after))
 		pg->filters_wanted = true;
-	return true;
-}
-
-/* Leaves ahead of the one checked whose filters a probe starts loading. */
-#define PROBE_AHEAD 4
-
-static inline void
-probe_copy_prefetch(GuniqueSummaryCopy *copy, GuniqueKeyImage *key,
-					GuniqueFilterKey *fkey)
-{
-	if (!gunique_summary_copy_outside(copy, key))
-		gunique_filter_prefetch(copy->filter, fkey);
-}
-
-/* Does the group's filter rule the key out of its n leaves? */
-static inline bool
-probe_group_excludes(GuniqueSummary *group_summary, GuniqueFilterKey *fkey,
-					 int n, uint64 *counts)
-{
-	if (!gunique_filter_excludes(gunique_summary_filter(group_summary), fkey))
-		return false;
-	counts[GUNIQUE_STAT_LEAVES_FILTERED] += n;
-	return true;
-}
-
-/*
- * Could any leaf of the group hold the key, as far as the group's filter
- * tells?  One cache line rules out every leaf for most new keys.  Notes in
- * the group when it has no filter, for the statement to ask for one.
- */
-static bool
-probe_group_needed(ProbeGroup *pg, GuniqueFilterKey *fkey, uint64 *counts)
-{
-	GuniqueSummary *summary = pg->group_summary;
-
-	if (summary == NULL || !pg->use_group_filter)
-		return true;
-	if (probe_group_excludes(summary, fkey, pg->ntargets, counts))
-		return false;
-	if (gunique_summary_filter_missing(summary))
-		pg->group_filter_wanted = true;
-	return true;
-}
-
-/*
- * Search leaf i of the group, unless its scan is not ready (then it is left
- * in *unready for the caller to make ready without the key lock).
- */
-static Oid
-probe_target(ProbeGroup *pg, int i, ProbeFinding *finding, Datum *values,
-			 bool *isnull, uint64 *counts, ProbeScan **unready)
-{
-	if (!pg->targets[i]->ready)
-	{
-		*unready = pg->targets[i];
-		return InvalidOid;
-	}
 	counts[GUNIQUE_STAT_LEAVES_PROBED]++;
-	return probe_leaf(pg->targets[i], pg->topindex, pg->nkeys, values,
-					  isnull, NULL, finding);
-}
-
-/*
- * Past the group's filter, when it tags keys by leaf: only the leaves of
- * the tags and subtags the key may have, then their ranges and filters.
- * The others cannot hold the key: the tag parts are set with the bloom
- * part, by every insert and every build (src/README, I6).
- */
-static Oid
-probe_group_tags(ProbeGroup *pg, LeafSummaryCopies *copies, uint64 groupref,
-				 GuniqueKeyImage *key, GuniqueFilterKey *fkey,
-				 ProbeFinding *finding, Datum *values, bool *isnull,
-				 uint64 *counts, ProbeScan **unready)
-{
-	Oid			conflict = InvalidOid;
-	int			walked = 0;
-	uint64		tags;
-	uint64		subs;
-	int			n;
-
-	tags = gunique_leaftags_match(&copies->tags, groupref, fkey, &subs);
-	n = gunique_leaftags_list(&copies->tags, tags, subs, copies->wanted);
-	/* start loading every filter to be read, so the misses overlap */
-	for (int w = 0; w < n; w++)
-		probe_copy_prefetch(&copies->leaves[copies->wanted[w]], key, fkey);
-	for (int w = 0; w < n && !OidIsValid(conflict) && *unready == NULL; w++)
-	{
-		int			i = copies->wanted[w];
-
-		walked++;
-		if (i == pg->self)
-			continue;			/* own leaf is nbtree's to check */
-		if (probe_copy_needed(pg, pg->targets[i], &copies->leaves[i], key,
-							  fkey, counts))
-			conflict = probe_target(pg, i, finding, values, isnull, counts,
-									unready);
-	}
-	if (!OidIsValid(conflict) && *unready == NULL)
-		counts[GUNIQUE_STAT_LEAVES_FILTERED] += pg->ntargets - walked;
-	return conflict;
-}
-
-/*
- * Past the group's filter: the leaves whose range may hold the key, found
- * in the statement's copies of their summaries (probegroup.c), then their
- * filters; or, if the group's filter tags keys by leaf, the leaves of the
- * key's tags and subtags.
- */
-static Oid
-probe_group_copies(ProbeGroup *pg, GuniqueKeyImage *key,
-				   GuniqueFilterKey *fkey, ProbeFinding *finding,
-				   Datum *values, bool *isnull, uint64 *counts,
-				   ProbeScan **unready)
-{
-	LeafSummaryCopies *copies = gunique_probegroup_copies(pg);
-	GuniqueSummaryCopy *leaves = copies->leaves;
-	uint64		groupref = gunique_summary_filter(pg->group_summary);
-	int			upto;
-	int			walked = 0;
-	Oid			conflict = InvalidOid;
-
-	if (gunique_filter_tagged(groupref))
-		return probe_group_tags(pg, copies, groupref, key, fkey, finding,
-								values, isnull, counts, unready);
-	/* a key without an order image (a NULL leading column) may be anywhere */
-	upto = key->ordered ?
-		gunique_probegroup_copies_upto(copies, pg->ntargets, key->order) :
-		pg->ntargets;
-	for (int j = upto - 1; j >= upto - PROBE_AHEAD && j >= 0; j--)
-		probe_copy_prefetch(&leaves[copies->order[j]], key, fkey);
-	for (int j = upto - 1;
-		 j >= 0 && copies->reach[j] >= key->order && !OidIsValid(conflict) &&
-		 *unready == NULL; j--)
-	{
-		int			i = copies->order[j];
-
-		walked++;
-		if (j >= PROBE_AHEAD)
-			probe_copy_prefetch(&leaves[copies->order[j - PROBE_AHEAD]], key,
-								fkey);
-		if (i == pg->self)
-			continue;
-		if (probe_copy_needed(pg, pg->targets[i], &leaves[i], key, fkey,
-							  counts))
-			conflict = probe_target(pg, i, finding, values, isnull, counts,
-									unready);
-	}
-	/* the rest start above the key or end below it */
-	if (!OidIsValid(conflict) && *unready == NULL)
-		counts[GUNIQUE_STAT_LEAVES_SKIPPED] += pg->ntargets - walked;
-	return conflict;
+	return probe_leaf(ps, pg->topindex, pg->nkeys, values, isnull, NULL,
+					  finding);
 }
 
 /*
  * Under the key lock: look for the key in every leaf of the group that its
- * summary and filter do not rule out, own leaf included.  Returns the table
- * of a leaf that holds the key (a violation) or InvalidOid, with what it
- * found in progress in *finding; or stops at the first leaf to search whose
- * scan is not ready, in *unready.
+ * summaries do not rule out (locate.c), own leaf left to nbtree.  Returns
+ * the table of a leaf that holds the key (a violation) or InvalidOid, with
+ * what it found in progress in *finding; or stops at the first leaf to
+ * search whose scan is not ready, in *unready.  The leaves are locked: the
+ * statement locked every leaf of the tree (scope.c) before the key lock.
  */
 static Oid
-probe_group(ProbeGroup *pg, GuniqueKeyImage *key, ProbeFinding *finding,
+probe_group(ProbeGroup *pg, GuniqueLocateKey *key, ProbeFinding *finding,
 			Datum *values, bool *isnull, uint64 *counts, ProbeScan **unready)
 {
+	GuniqueLocator *loc = pg->loc;
+	GuniqueLocateCounts located = {0};
 	Oid			conflict = InvalidOid;
-	GuniqueSummaryCopy copy;
-	GuniqueFilterKey fkey;
 	ProbeScanContext cxt;
+	int			n;
 
 	memset(finding, 0, sizeof(ProbeFinding));
 	counts[GUNIQUE_STAT_PROBES]++;
-	gunique_filter_key(&fkey, key->hash);
-	if (key->hashed && !probe_group_needed(pg, &fkey, counts))
+	n = gunique_locate(loc, key, pg->self, loc->wanted, &located);
+	probe_count_located(counts, &located);
+	if (located.group == LOCATE_GROUP_ANY && loc->group != NULL &&
+		key->image.hashed && gunique_summary_filter_missing(loc->group))
+		pg->group_filter_wanted = true;
+	if (n == 0)
 		return InvalidOid;
 	gunique_probescan_enter(pg->stmt, &cxt);
-	/*
-	 * Ranges and filters are checked for keys with a hash; a key with none
-	 * (a column whose equality has no hash function) searches every leaf.
-	 */
-	if (key->hashed && pg->copies != NULL)
-		conflict = probe_group_copies(pg, key, &fkey, finding, values, isnull,
-									  counts, unready);
-	else
-		for (int i = 0; i < pg->ntargets && !OidIsValid(conflict) &&
-			 *unready == NULL; i++)
-		{
-			if (i == pg->self)
-				continue;
-			if (key->hashed && pg->summaries[i] != NULL)
-			{
-				gunique_summary_copy(pg->summaries[i], &copy);
-				if (!probe_copy_needed(pg, pg->targets[i], &copy, key, &fkey,
-									   counts))
-					continue;
-			}
-			conflict = probe_target(pg, i, finding, values, isnull, counts,
-									unready);
-		}
+	for (int w = 0; w < n && !OidIsValid(conflict) && *unready == NULL; w++)
+		conflict = probe_target(pg, pg->targets[loc->wanted[w]], finding,
+								values, isnull, counts, unready);
 	gunique_probescan_leave(&cxt);
 	return conflict;
 }
@@ -441,25 +283,26 @@ typedef enum LightOutcome
 
 /*
  * The leaves of a light group listed under "tags" whose subtag is one of
- * "subs", own leaf left out (it is nbtree's to check), into ll->wanted;
- * how many, and in *walked how many with own leaf.
+ * "subs", own partition's left out (they are nbtree's to check), into
+ * loc->wanted; how many, and in *listed how many with own partition's.
  */
 static int
-light_wanted(ProbeGroup *pg, uint64 tags, uint64 subs, int *walked,
+light_wanted(ProbeGroup *pg, uint64 tags, uint64 subs, int *listed,
 			 bool *all_open)
 {
 	LightLeaves *ll = pg->ll;
+	int		   *wanted = ll->loc->wanted;
 	int			n = 0;
 
-	*walked = gunique_leaftags_list(&ll->tags, tags, subs, ll->wanted);
+	*listed = gunique_locate_tagged(ll->loc, tags, subs, wanted);
 	*all_open = true;
-	for (int w = 0; w < *walked; w++)
+	for (int w = 0; w < *listed; w++)
 	{
-		int			i = ll->wanted[w];
+		int			i = wanted[w];
 
 		if (ll->leaves[i].heapoid == pg->own_heap)
 			continue;
-		ll->wanted[n++] = i;
+		wanted[n++] = i;
 		if (ll->scans[i] == NULL)
 			*all_open = false;
 	}
@@ -469,97 +312,57 @@ light_wanted(ProbeGroup *pg, uint64 tags, uint64 subs, int *walked,
 /*
  * Under the key lock, for a light group (probegroup.c): does the group's
  * filter rule the key out of every leaf?  If not and the filter tags keys
- * by leaf, look only in the leaves of the key's tags and subtags, if they
- * are open (else *tags and *subs say which to open, without the key lock);
- * the other leaves, which the tags rule out, stay unlocked (src/README,
- * "Light probes and tags").  A leaf to search whose scan is not ready
- * stops it, in *unready.
+ * by leaf, look only in the leaves of the key's tags and subtags that their
+ * summaries do not rule out (locate.c), once they are locked and open
+ * (else *tags and *subs say which to open, without the key lock); the
+ * other leaves stay unlocked (src/README, "Locating a key").  A leaf to
+ * search whose scan is not ready stops it, in *unready.
  */
 static LightOutcome
-probe_light(ProbeGroup *pg, GuniqueKeyImage *key, ProbeFinding *finding,
+probe_light(ProbeGroup *pg, GuniqueLocateKey *key, ProbeFinding *finding,
 			Datum *values, bool *isnull, uint64 *counts, Oid *conflict,
 			uint64 *tags, uint64 *subs, ProbeScan **unready)
 {
 	LightLeaves *ll = pg->ll;
-	GuniqueFilterKey fkey;
-	uint64		ref;
-	uint64		changes;
-	int			nwanted;
-	int			walked;
+	GuniqueLocateCounts located = {0};
+	int			ncand;
+	int			listed;
+	int			n;
 	bool		all_open;
 
 	memset(finding, 0, sizeof(ProbeFinding));
 	*conflict = InvalidOid;
-	if (!key->hashed)
-		return LIGHT_WHOLE;
-	gunique_filter_key(&fkey, key->hash);
-	if (probe_group_excludes(pg->group_summary, &fkey, pg->nleaves, counts))
+	switch (gunique_locate_group(ll->loc, key, tags, subs))
 	{
-		counts[GUNIQUE_STAT_PROBES]++;
-		return LIGHT_CLEAR;
+		case LOCATE_GROUP_OUT:
+			counts[GUNIQUE_STAT_LEAVES_FILTERED] += pg->nleaves;
+			counts[GUNIQUE_STAT_PROBES]++;
+			return LIGHT_CLEAR;
+		case LOCATE_GROUP_ANY:
+			return LIGHT_WHOLE;
+		case LOCATE_GROUP_TAGS:
+			break;
 	}
-	ref = gunique_summary_filter(pg->group_summary);
-	if (ll == NULL || !gunique_filter_tagged(ref))
-		return LIGHT_WHOLE;
-	*tags = gunique_leaftags_match(&ll->tags, ref, &fkey, subs);
-	nwanted = light_wanted(pg, *tags, *subs, &walked, &all_open);
+	ncand = light_wanted(pg, *tags, *subs, &listed, &all_open);
 	if (!all_open)
 		return LIGHT_OPEN;
 	counts[GUNIQUE_STAT_PROBES]++;
-
-	/*
-	 * The statement's copies of the leaves' summaries serve while the
-	 * group's count of changes stays put (src/README, I5).  Copy
-	 * those missing first, then start loading the filters to be read, so
-	 * that the cache misses of several leaves overlap; then check them.
-	 */
-	changes = gunique_summary_changes(pg->group_summary);
-	if (ll->changes != changes)
+	n = gunique_locate_leaves(ll->loc, key, ll->loc->wanted, ncand, -1,
+							  ll->loc->wanted, &located);
+	probe_count_located(counts, &located);
+	for (int w = 0; w < n && !OidIsValid(*conflict); w++)
 	{
-		memset(ll->copied, 0, sizeof(bool) * ll->n);
-		ll->changes = changes;
-	}
-	for (int w = 0; w < nwanted; w++)
-	{
-		int			i = ll->wanted[w];
-
-		if (!ll->copied[i] && ll->scans[i]->summary != NULL)
-			gunique_prefetch(ll->scans[i]->summary);
-	}
-	for (int w = 0; w < nwanted; w++)
-	{
-		int			i = ll->wanted[w];
-
-		if (!ll->copied[i])
-		{
-			gunique_summary_copy(ll->scans[i]->summary, &ll->copies[i]);
-			ll->copied[i] = true;
-		}
-		probe_copy_prefetch(&ll->copies[i], key, &fkey);
-	}
-	for (int w = 0; w < nwanted && !OidIsValid(*conflict); w++)
-	{
-		int			i = ll->wanted[w];
-		ProbeScan  *ps = ll->scans[i];
-
-		if (probe_copy_needed(pg, ps, &ll->copies[i], key, &fkey, counts))
-		{
-			/*
-			 * Most leaves of a tag are ruled out by their summaries; only a
-			 * leaf to search needs its scan made ready.
-			 */
-			if (!ps->ready)
-			{
-				*unready = ps;
-				return LIGHT_UNREADY;
-			}
-			counts[GUNIQUE_STAT_LEAVES_PROBED]++;
-			*conflict = probe_leaf(ps, pg->topindex, pg->nkeys, values,
-								   isnull, NULL, finding);
-		}
+		/*
+		 * Most leaves of a tag are ruled out by their summaries; only a leaf
+		 * to search needs its scan made ready.
+		 */
+		*conflict = probe_target(pg, ll->scans[ll->loc->wanted[w]], finding,
+								 values, isnull, counts, unready);
+		if (*unready != NULL)
+			return LIGHT_UNREADY;
 	}
 	if (!OidIsValid(*conflict))
-		counts[GUNIQUE_STAT_LEAVES_FILTERED] += ll->n - walked;
+		counts[GUNIQUE_STAT_LEAVES_FILTERED] += ll->n - listed;
 	return LIGHT_SEARCHED;
 }
 
@@ -659,17 +462,12 @@ ask_filters(ProbeGroup *pg, Relation index)
  * and could not be held: nbtree may wait for a transaction.
  */
 static void
-before_unprobed(GuniqueProbe *probe, GuniqueSummary *summary, Datum *values,
-				bool *isnull, uint64 *counts)
+before_unprobed(GuniqueProbe *probe, GuniqueSummary *summary, uint64 *counts)
 {
-	GuniqueKeyImage key;
-
 	counts[GUNIQUE_STAT_UNPROBED] = 1;
 	gunique_stats_add(probe->index, counts);
-	gunique_keymap_image(&key, gunique_probegroup_keymap(probe->indexInfo,
-														 probe->index),
-						 values, isnull);
-	(void) gunique_summary_cover(summary, NULL, &key, probe->index);
+	(void) gunique_summary_cover(summary, NULL, &probe->key.image,
+								 probe->index);
 }
 
 /*
@@ -698,11 +496,10 @@ typedef enum ProbeOutcome
  * points 4 and 5.
  */
 static bool
-probe_upsert_pending(GuniqueProbe *probe, ProbeGroup *pg,
-					 GuniqueKeyImage *key, bool entry_in_place, bool asked,
-					 bool *holder_waits)
+probe_upsert_pending(GuniqueProbe *probe, ProbeGroup *pg, bool entry_in_place,
+					 bool asked, bool *holder_waits)
 {
-	uint32		hash = gunique_keymap_lock_hash(key);
+	uint32		hash = gunique_keymap_lock_hash(&probe->key.image);
 
 	if (entry_in_place || asked ||
 		!gunique_onconflict_must_wait(pg->topindex, hash, pg->own_heap))
@@ -721,12 +518,13 @@ probe_upsert_pending(GuniqueProbe *probe, ProbeGroup *pg,
  * and for a pending upsert of the key.  The statement's scans of the
  * group's leaves are opened (and the tree locked) before the key lock is
  * taken, with no upsert lock held in ShareLock.  A violation is reported.
- * Sets probe->pg, probe->keylock and *key unless it returns PROBE_ALONE.
+ * Sets probe->pg, and probe->keylock unless it returns PROBE_ALONE.
  */
 static ProbeOutcome
-probe_others(GuniqueProbe *probe, bool indexUnchanged, GuniqueKeyImage *key,
-			 uint64 *counts, bool entry_in_place)
+probe_others(GuniqueProbe *probe, bool indexUnchanged, uint64 *counts,
+			 bool entry_in_place)
 {
+	GuniqueLocateKey *key = &probe->key;
 	uint64		saved[GUNIQUE_NSTATS];
 	bool		holder_waits = false;
 
@@ -748,11 +546,11 @@ probe_others(GuniqueProbe *probe, bool indexUnchanged, GuniqueKeyImage *key,
 			probe->pg = pg;
 			return PROBE_ALONE;
 		}
-		gunique_keymap_image(key, pg->keymap, probe->values, probe->isnull);
 		own = probe_own_scan(pg, probe->index, probe->heap, indexUnchanged);
 		probe->pg = pg;
-		probe->keylock = gunique_keylock_for(pg->topindex,
-											 gunique_keymap_lock_hash(key));
+		probe->keylock =
+			gunique_keylock_for(pg->topindex,
+								gunique_keymap_lock_hash(&key->image));
 
 		LWLockAcquire(probe->keylock, LW_EXCLUSIVE);
 		if (probe_keeps_key(pg, own, probe->values, probe->isnull,
@@ -763,8 +561,8 @@ probe_others(GuniqueProbe *probe, bool indexUnchanged, GuniqueKeyImage *key,
 		 * probe reads first, and of own leaf's, which the cover reads, so
 		 * that their cache misses overlap.
 		 */
-		gunique_summary_prefetch(pg->group_summary, key);
-		gunique_summary_prefetch(pg->own_summary, key);
+		gunique_locate_prefetch(pg->group_summary, key);
+		gunique_locate_prefetch(pg->own_summary, key);
 		memcpy(saved, counts, sizeof(saved));
 		unready = NULL;
 		if (pg->light)
@@ -781,8 +579,8 @@ probe_others(GuniqueProbe *probe, bool indexUnchanged, GuniqueKeyImage *key,
 			gunique_probescan_leave(&cxt);
 			if (outcome == LIGHT_CLEAR)
 			{
-				if (!probe_upsert_pending(probe, pg, key, entry_in_place,
-										  asked, &holder_waits))
+				if (!probe_upsert_pending(probe, pg, entry_in_place, asked,
+										  &holder_waits))
 					return PROBE_CLEAR;
 				memcpy(counts, saved, sizeof(saved));
 				continue;
@@ -817,8 +615,8 @@ probe_others(GuniqueProbe *probe, bool indexUnchanged, GuniqueKeyImage *key,
 		}
 		if (!OidIsValid(conflict) && !TransactionIdIsValid(finding.xwait))
 		{
-			if (!probe_upsert_pending(probe, pg, key, entry_in_place,
-									  asked, &holder_waits))
+			if (!probe_upsert_pending(probe, pg, entry_in_place, asked,
+									  &holder_waits))
 				return PROBE_CLEAR;
 			memcpy(counts, saved, sizeof(saved));
 			continue;
@@ -856,7 +654,6 @@ gunique_probe_before_insert(GuniqueProbe *probe, Relation index,
 {
 	bool		skip_self = checkUnique == UNIQUE_CHECK_PARTIAL;
 	uint64		counts[GUNIQUE_NSTATS] = {0};
-	GuniqueKeyImage key;
 
 	memset(probe, 0, sizeof(GuniqueProbe));
 	probe->index = index;
@@ -868,6 +665,10 @@ gunique_probe_before_insert(GuniqueProbe *probe, Relation index,
 	probe->isnull = isnull;
 	probe->checkUnique = checkUnique;
 	counts[GUNIQUE_STAT_INSERTS] = 1;
+	/* the key's images, once for the row, however often it is looked for */
+	gunique_locate_key(&probe->key,
+					   gunique_probegroup_keymap(indexInfo, index),
+					   values, isnull);
 
 	/*
 	 * Not part of a tree: nothing to probe.  A speculative insertion (ON
@@ -876,21 +677,19 @@ gunique_probe_before_insert(GuniqueProbe *probe, Relation index,
 	 */
 	if (checkUnique == UNIQUE_CHECK_NO || !index->rd_rel->relispartition)
 	{
-		before_unprobed(probe, gunique_summary_for(index), values, isnull,
-						counts);
+		before_unprobed(probe, gunique_summary_for(index), counts);
 		return;
 	}
 	if (checkUnique == UNIQUE_CHECK_EXISTING)
 		elog(ERROR, "gunique index \"%s\" cannot be rechecked as deferred",
 			 RelationGetRelationName(index));
 
-	switch (probe_others(probe, indexUnchanged, &key, counts, false))
+	switch (probe_others(probe, indexUnchanged, counts, false))
 	{
 		case PROBE_ALONE:
 			/* the tree changed after a wait for a pending upsert */
 			gunique_onconflict_release_waits(probe->pg->topindex);
-			before_unprobed(probe, probe->pg->own_summary, values, isnull,
-							counts);
+			before_unprobed(probe, probe->pg->own_summary, counts);
 			probe->pg = NULL;
 			return;
 		case PROBE_KEPT:
@@ -922,8 +721,8 @@ gunique_probe_before_insert(GuniqueProbe *probe, Relation index,
 	 */
 	probe->own_partial = !skip_self;
 	probe->cover = gunique_summary_cover(probe->pg->own_summary,
-										 probe->pg->group_summary, &key,
-										 index);
+										 probe->pg->group_summary,
+										 &probe->key.image, index);
 }
 
 /*
@@ -936,8 +735,6 @@ static void
 own_leaf_release(GuniqueProbe *probe, TransactionId xid, uint64 *counts,
 				 ProbeFinding *finding, ProbeScan *unready)
 {
-	GuniqueKeyImage key;
-
 	gunique_waiter_set(probe->pg->topindex, RelationGetRelid(probe->heap),
 					   probe->heap_tid, xid);
 	LWLockRelease(probe->keylock);
@@ -954,7 +751,7 @@ own_leaf_release(GuniqueProbe *probe, TransactionId xid, uint64 *counts,
 										 finding->xwait);
 		probe_wait(finding);
 	}
-	if (probe_others(probe, false, &key, counts, true) == PROBE_ALONE)
+	if (probe_others(probe, false, counts, true) == PROBE_ALONE)
 		LWLockAcquire(probe->keylock, LW_EXCLUSIVE);
 }
 

@@ -12,6 +12,8 @@
 #include "nodes/execnodes.h"
 #include "storage/lwlock.h"
 
+#include "locate/locate.h"
+
 /* An insert's probe, from before nbtree's insert to after it. */
 typedef struct GuniqueProbe
 {
@@ -24,6 +26,7 @@ typedef struct GuniqueProbe
 	bool		own_partial;	/* nbtree checks own leaf in partial mode */
 	bool		kept;			/* an UPDATE that keeps its key: nbtree
 								 * does not check own leaf */
+	GuniqueLocateKey key;		/* the row's key, mapped once (locate.c) */
 	/* the row, for a second look at own leaf after nbtree's insert */
 	Relation	heap;
 	ItemPointer heap_tid;

@@ -14,8 +14,11 @@
  *
  * A group of GUNIQUE_GROUP_FILTER_MIN_LEAVES leaves or more starts light:
  * without locking or opening any leaf but its own, as long as the group's
- * filter rules each key out; the first key it cannot rule out makes the
- * group whole.  Why that is safe is in src/README, "Light probes and tags".
+ * filter rules each key out; for the first key it cannot rule out, the
+ * leaves of the key's tags and subtags are locked and opened, or, without
+ * tags, the group is made whole.  Which leaves may hold a key, a group's
+ * locator tells (locate.c).  Why that is safe is in src/README, "Locating
+ * a key".
  *
  *-------------------------------------------------------------------------
  */
@@ -128,7 +131,6 @@ static void
 group_open(ProbeGroup *pg, GuniqueLeaf *leaves, int nleaves)
 {
 	pg->targets = palloc(sizeof(ProbeScan *) * Max(nleaves, 1));
-	pg->summaries = palloc(sizeof(GuniqueSummary *) * Max(nleaves, 1));
 	for (int i = 0; i < nleaves; i++)
 	{
 		ProbeScan  *ps = gunique_probescan_get(pg->stmt, leaves[i].heapoid,
@@ -136,7 +138,6 @@ group_open(ProbeGroup *pg, GuniqueLeaf *leaves, int nleaves)
 
 		gunique_summary_prepare(ps->summary, ps->heap, ps->index);
 		pg->targets[i] = ps;
-		pg->summaries[i] = ps->summary;
 		pg->ntargets = i + 1;
 	}
 }
@@ -177,10 +178,8 @@ group_share(ProbeGroup *pg, int self, uint64 generation)
 		return false;
 	pg->ntargets = from->ntargets;
 	pg->targets = from->targets;
-	pg->summaries = from->summaries;
+	pg->loc = from->loc;
 	pg->group_summary = from->group_summary;
-	pg->use_group_filter = from->use_group_filter;
-	pg->copies = from->copies;
 	pg->self = self;
 	return true;
 }
@@ -227,7 +226,7 @@ group_own(ProbeGroup *pg)
  * many leaves that the group's filter rules out reads nothing else, so the
  * group is made "light", without locking or opening any leaf but own
  * (which the executor has locked); only the tree's partitioned tables and
- * indexes are locked (src/README, "Light probes and tags").  So too for a
+ * indexes are locked (src/README, "Locating a key").  So too for a
  * speculative insertion, which leaves own leaf out: a light probe passes
  * over own leaf anyway.
  */
@@ -256,26 +255,26 @@ group_init(ProbeGroup *pg, ProbeStatement *stmt, bool skip_self,
 }
 
 /*
- * The copies of the leaves' summaries, for a group that uses its filter,
- * with the leaves listed by tag.
+ * Which of the group's leaves may hold a key (locate.c): the group's filter
+ * is read first in a group of many leaves, and then the statement keeps
+ * copies of the leaves' summaries, sorted by range.
  */
-static LeafSummaryCopies *
-group_copies_make(ProbeScan **targets, int n)
+static GuniqueLocator *
+group_locator(ProbeGroup *pg)
 {
-	LeafSummaryCopies *copies = palloc0(sizeof(LeafSummaryCopies));
+	bool		use_group = pg->ntargets >= GUNIQUE_GROUP_FILTER_MIN_LEAVES;
+	Oid		   *heapoids = palloc(sizeof(Oid) * Max(pg->ntargets, 1));
+	GuniqueLocator *loc;
 
-	copies->leaves = palloc(sizeof(GuniqueSummaryCopy) * Max(n, 1));
-	copies->order = palloc(sizeof(int) * Max(n, 1));
-	copies->reach = palloc(sizeof(uint64) * Max(n, 1));
-	copies->wanted = palloc(sizeof(int) * Max(n, 1));
-	gunique_leaftags_init(&copies->tags, n);
-	for (int i = n - 1; i >= 0; i--)
-	{
-		copies->order[i] = i;
-		gunique_leaftags_add(&copies->tags, i,
-							 RelationGetRelid(targets[i]->heap));
-	}
-	return copies;
+	for (int i = 0; i < pg->ntargets; i++)
+		heapoids[i] = RelationGetRelid(pg->targets[i]->heap);
+	loc = gunique_locator_make(pg->ntargets, heapoids,
+							   use_group ? pg->group_summary : NULL,
+							   LOCATE_KEEP_COPIES | LOCATE_BY_RANGE);
+	for (int i = 0; i < pg->ntargets; i++)
+		loc->summaries[i] = pg->targets[i]->summary;
+	pfree(heapoids);
+	return loc;
 }
 
 /* Open every leaf of the group, or share another leaf's targets. */
@@ -292,9 +291,7 @@ group_make_whole(ProbeGroup *pg, GuniqueLeaf *leaves, int nleaves, int self,
 	group_open(pg, leaves, nleaves);
 	/* kept up to date always, used only by groups of many leaves */
 	pg->group_summary = group_summary(pg->group);
-	pg->use_group_filter = nleaves >= GUNIQUE_GROUP_FILTER_MIN_LEAVES;
-	if (pg->use_group_filter && pg->group_summary != NULL)
-		pg->copies = group_copies_make(pg->targets, pg->ntargets);
+	pg->loc = group_locator(pg);
 	if (shared)
 		group_own(pg);
 }
@@ -302,14 +299,16 @@ group_make_whole(ProbeGroup *pg, GuniqueLeaf *leaves, int nleaves, int self,
 /*
  * The statement's list of a light group's leaves by tag, shared by its
  * light groups of every leaf of the group: made from "leaves" (which it
- * keeps) if there is none for this scope yet.
+ * keeps) if there is none for this scope yet.  "summary" is the group's
+ * entry, which holds its filter.
  */
 static LightLeaves *
 group_light_leaves(ProbeStatement *stmt, Oid group, GuniqueLeaf *leaves,
-				   int nleaves, uint64 generation)
+				   int nleaves, GuniqueSummary *summary, uint64 generation)
 {
 	GroupOwner *owner = group_owner_entry(stmt, group);
 	LightLeaves *ll = owner->ll;
+	Oid		   *heapoids;
 
 	if (ll != NULL && ll->generation == generation)
 		return ll;
@@ -317,13 +316,14 @@ group_light_leaves(ProbeStatement *stmt, Oid group, GuniqueLeaf *leaves,
 	ll->generation = generation;
 	ll->n = nleaves;
 	ll->leaves = leaves;
-	ll->scans = palloc0(sizeof(ProbeScan *) * nleaves);
-	ll->copies = palloc(sizeof(GuniqueSummaryCopy) * nleaves);
-	ll->copied = palloc0(sizeof(bool) * nleaves);
-	ll->wanted = palloc(sizeof(int) * Max(nleaves, 1));
-	gunique_leaftags_init(&ll->tags, nleaves);
-	for (int i = nleaves - 1; i >= 0; i--)
-		gunique_leaftags_add(&ll->tags, i, leaves[i].heapoid);
+	ll->scans = palloc0(sizeof(ProbeScan *) * Max(nleaves, 1));
+	heapoids = palloc(sizeof(Oid) * Max(nleaves, 1));
+	for (int i = 0; i < nleaves; i++)
+		heapoids[i] = leaves[i].heapoid;
+	/* a leaf's summary is set as it is opened */
+	ll->loc = gunique_locator_make(nleaves, heapoids, summary,
+								   LOCATE_KEEP_COPIES);
+	pfree(heapoids);
 	owner->ll = ll;
 	return ll;
 }
@@ -345,20 +345,21 @@ group_light_shared(ProbeStatement *stmt, Oid group, uint64 generation)
 /*
  * Lock and open the leaves of a light group that have one of "tags" and
  * one of "subs", for a key the group's filter could not rule out
- * (src/README, "Light probes and tags"): each index before its table, as
- * the scope cache locks a light group's.  Not under a key lock.  Locking
- * may process invalidations: the caller gets its group again before it
+ * (src/README, "Locating a key"): each index before its table, as the
+ * scope cache locks a light group's.  Not under a key lock.  Locking may
+ * process invalidations: the caller gets its group again before it
  * probes.
  */
 void
 gunique_probegroup_light_open(ProbeGroup *pg, uint64 tags, uint64 subs)
 {
 	LightLeaves *ll = pg->ll;
-	int			n = gunique_leaftags_list(&ll->tags, tags, subs, ll->wanted);
+	int		   *wanted = ll->loc->wanted;
+	int			n = gunique_locate_tagged(ll->loc, tags, subs, wanted);
 
 	for (int w = 0; w < n; w++)
 	{
-		int			i = ll->wanted[w];
+		int			i = wanted[w];
 		GuniqueLeaf *leaf = &ll->leaves[i];
 		ProbeScanContext cxt;
 		ProbeScan  *ps;
@@ -372,6 +373,7 @@ gunique_probegroup_light_open(ProbeGroup *pg, uint64 tags, uint64 subs)
 		gunique_probescan_leave(&cxt);
 		/* made ready only if its summary lets the key in: see probe.c */
 		gunique_summary_prepare(ps->summary, ps->heap, ps->index);
+		ll->loc->summaries[i] = ps->summary;
 		ll->scans[i] = ps;
 	}
 }
@@ -393,9 +395,9 @@ group_fill(ProbeGroup *pg, Relation index, GuniqueScope *scope,
 	/*
 	 * Copy what the scope says before anything that may process
 	 * invalidations (opening a relation, a catalog lookup) flushes it; a
-	 * light group of many leaves shares the statement's list of them.
+	 * light group shares the statement's list of its leaves.
 	 */
-	if (pg->needed && light && place->count >= GUNIQUE_GROUP_TAG_MIN_LEAVES)
+	if (pg->needed && light)
 		pg->ll = group_light_shared(pg->stmt, place->group, generation);
 	/*
 	 * A light group's list keeps every leaf, own leaf and its siblings
@@ -413,11 +415,11 @@ group_fill(ProbeGroup *pg, Relation index, GuniqueScope *scope,
 		pg->group_summary = group_summary(place->group);
 		pg->light = pg->group_summary != NULL;
 		result = pg->light;
-		if (pg->light && pg->ll == NULL &&
-			nleaves >= GUNIQUE_GROUP_TAG_MIN_LEAVES)
+		if (pg->light && pg->ll == NULL)
 		{
 			pg->ll = group_light_leaves(pg->stmt, place->group, leaves,
-										nleaves, generation);
+										nleaves, pg->group_summary,
+										generation);
 			leaves = NULL;		/* kept */
 		}
 		if (!pg->light)
@@ -494,7 +496,6 @@ group_build(InsertCache *cache, Relation index, bool skip_self,
 		group_init(pg, stmt, skip_self, &place, scope);
 		pg->own_index = RelationGetRelid(index);
 		pg->own_heap = index->rd_index->indrelid;
-		pg->keymap = cache->keymap;
 		filled = group_fill(pg, index, scope, &place, light, generation);
 		gunique_probescan_leave(&cxt);
 
@@ -610,89 +611,4 @@ gunique_probegroup_cleanup(IndexInfo *indexInfo)
 		return;
 	gunique_probe_statement_release(cache->stmt);
 	cache->groups[0] = cache->groups[1] = NULL;
-}
-
-static int
-copies_min_cmp(const void *a, const void *b, void *arg)
-{
-	GuniqueSummaryCopy *leaves = arg;
-	uint64		ma = leaves[*(const int *) a].min;
-	uint64		mb = leaves[*(const int *) b].min;
-
-	return ma < mb ? -1 : ma > mb ? 1 : 0;
-}
-
-/*
- * Sort the leaves by the low ends of their ranges, and note for each place
- * in that order the highest high end so far, so that the leaves whose range
- * may hold a key are found by a binary search and a short walk back: with
- * keys that follow the partitioning, one or two leaves of hundreds.  Ranges
- * only widen, so after the first sort the order is nearly right, and an
- * insertion sort puts it right in one pass.
- */
-static void
-copies_order(LeafSummaryCopies *copies, int n)
-{
-	GuniqueSummaryCopy *leaves = copies->leaves;
-	int		   *order = copies->order;
-	uint64		reach = 0;
-
-	if (!copies->ordered)
-		qsort_arg(order, n, sizeof(int), copies_min_cmp, leaves);
-	else
-		for (int j = 1; j < n; j++)
-		{
-			int			x = order[j];
-			int			k = j;
-
-			for (; k > 0 && leaves[order[k - 1]].min > leaves[x].min; k--)
-				order[k] = order[k - 1];
-			order[k] = x;
-		}
-	copies->ordered = true;
-	for (int j = 0; j < n; j++)
-	{
-		reach = Max(reach, leaves[order[j]].max);
-		copies->reach[j] = reach;
-	}
-}
-
-/*
- * Under the key lock: the copies of the group's leaves' summaries, taken
- * again if the group's count of changes moved since (src/README,
- * I5).
- */
-LeafSummaryCopies *
-gunique_probegroup_copies(ProbeGroup *pg)
-{
-	LeafSummaryCopies *copies = pg->copies;
-	uint64		changes = gunique_summary_changes(pg->group_summary);
-
-	if (copies->valid && copies->changes == changes)
-		return copies;
-	for (int i = 0; i < pg->ntargets; i++)
-		gunique_summary_copy(pg->summaries[i], &copies->leaves[i]);
-	copies_order(copies, pg->ntargets);
-	copies->changes = changes;
-	copies->valid = true;
-	return copies;
-}
-
-/* How many leaves, in copies->order, have ranges that start at or below key. */
-int
-gunique_probegroup_copies_upto(LeafSummaryCopies *copies, int n, uint64 key)
-{
-	int			lo = 0;
-	int			hi = n;
-
-	while (lo < hi)
-	{
-		int			mid = lo + (hi - lo) / 2;
-
-		if (copies->leaves[copies->order[mid]].min <= key)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
-	return lo;
 }

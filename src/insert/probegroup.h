@@ -14,36 +14,13 @@
 #include "am/scope.h"
 #include "insert/probescan.h"
 #include "locate/filter.h"
-#include "locate/leaftags.h"
+#include "locate/locate.h"
 #include "locate/summary.h"
 
 /*
- * Copies of the summaries of a group's leaves, side by side, taken under a
- * key lock and valid while the group's count of changes is "changes"
- * (src/README, I5).  A probe past the group's filter checks every
- * leaf: with hundreds of them, one array read in order costs much less
- * than hundreds of summaries spread over shared memory.  The leaves are
- * also kept sorted by the low ends of their ranges, so that those whose
- * range may hold a key are found by a binary search.
- */
-typedef struct LeafSummaryCopies
-{
-	bool		valid;
-	uint64		changes;
-	GuniqueSummaryCopy *leaves; /* one per target */
-	bool		ordered;		/* "order" has been sorted once */
-	int		   *order;			/* the targets by the low end of their range */
-	uint64	   *reach;			/* reach[j]: the highest high end of the
-								 * ranges of order[0 .. j] */
-	LeafTags	tags;			/* the targets by tag */
-	int		   *wanted;			/* scratch: the targets a key may be in */
-} LeafSummaryCopies;
-
-/*
- * A light group of GUNIQUE_GROUP_TAG_MIN_LEAVES leaves or more: its leaves
- * by their tag in the group's filter, each locked and opened only when a
- * key may have its tag and subtag, and never the inserter's own leaf,
- * which nbtree checks (gunique_probegroup_light_open).  Made once per
+ * A light group's leaves, each locked and opened only when a key may have
+ * its tag and subtag in the group's filter, and never the inserter's own
+ * leaf, which nbtree checks (gunique_probegroup_light_open).  Made once per
  * statement and group, and shared by the statement's light groups of every
  * leaf of the group: a statement that inserts into all n leaves would
  * otherwise list n * n.
@@ -54,14 +31,10 @@ typedef struct LightLeaves
 	int			n;				/* leaves listed */
 	GuniqueLeaf *leaves;
 	ProbeScan **scans;			/* NULL until opened */
-	GuniqueSummaryCopy *copies; /* copies of their summaries, taken under a
-								 * key lock, kept while the group's count
-								 * of changes is "changes" (src/README,
-								 * I5) */
-	bool	   *copied;			/* copies[i] is one */
-	uint64		changes;
-	LeafTags	tags;			/* the leaves by tag */
-	int		   *wanted;			/* scratch: the leaves a key may be in */
+	GuniqueLocator *loc;		/* the leaves by tag, and copies of the
+								 * summaries of those opened, kept while
+								 * the group's count of changes stays
+								 * (locate.c) */
 } LightLeaves;
 
 /*
@@ -81,25 +54,21 @@ typedef struct ProbeGroup
 	int			nleaves;		/* the group's leaves, own leaf included */
 	int			ntargets;
 	ProbeScan **targets;		/* the group's leaves, own leaf at "self" */
-	GuniqueSummary **summaries; /* their summaries (or NULLs), side by side
-								 * for the loop that skips leaves */
+	GuniqueLocator *loc;		/* which of them may hold a key (locate.c) */
 	int			self;			/* -1 if own leaf is left out */
 	Oid			own_index;		/* own leaf */
 	Oid			own_heap;		/* own partition: its indexes are nbtree's
 								 * to check (a light group passes over
 								 * them) */
 	GuniqueSummary *own_summary;	/* own leaf's summary, or NULL */
-	GuniqueKeyMap *keymap;		/* how summaries map the key (keymap.c) */
 
 	/* The group's key filter, kept by the group's top index (summary.c). */
 	Oid			group;
 	GuniqueSummary *group_summary;	/* NULL if the key is not summarized */
-	bool		use_group_filter;	/* the group has leaves enough */
 	bool		group_filter_wanted;	/* missing, or outgrown */
 	TimestampTz filters_asked;	/* when the statement last asked for them */
-	LeafSummaryCopies *copies;	/* with the group's filter in use, else NULL */
 
-	/* A light group's leaves by tag, or NULL (see LightLeaves) */
+	/* A light group's leaves (see LightLeaves), or NULL */
 	struct LightLeaves *ll;
 
 	/* The key, as in GuniqueScope. */
@@ -116,8 +85,5 @@ extern void gunique_probegroup_light_open(ProbeGroup *pg, uint64 tags,
 										  uint64 subs);
 extern GuniqueKeyMap *gunique_probegroup_keymap(IndexInfo *indexInfo,
 												Relation index);
-extern LeafSummaryCopies *gunique_probegroup_copies(ProbeGroup *pg);
-extern int	gunique_probegroup_copies_upto(LeafSummaryCopies *copies, int n,
-										   uint64 key);
 
 #endif							/* GUNIQUE_PROBEGROUP_H */

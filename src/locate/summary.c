@@ -669,8 +669,8 @@ gunique_summary_keys_estimate(Relation index)
  * the tags and the subtags: for 64 to 1,000 leaves, the leaves that share
  * a leaf's tag or subtag are at most 1.3 times as many as with an even
  * spread for every step up to 48, and 2.2 times up to 100 (src/README,
- * "Light probes and tags").  Leaves created far apart share pairs by
- * chance, as with a hash.
+ * "Locating a key").  Leaves created far apart share pairs by chance, as
+ * with a hash.
  */
 int
 gunique_summary_leaf_tag(Oid heapoid)
@@ -794,27 +794,6 @@ gunique_summary_cover(GuniqueSummary *summary, GuniqueSummary *group,
 	if (key->hashed && summary_filter_add(summary, key->hash, tag))
 		result |= GUNIQUE_COVER_LEAF_FULL;
 	return result;
-}
-
-/*
- * Start loading the key's block of a leaf's or a group's filter (the
- * probe's and the cover's reads), so that the waits for memory overlap.
- * Under the key lock, as those reads: the filter cannot be freed meanwhile
- * (src/README, I6).
- */
-void
-gunique_summary_prefetch(GuniqueSummary *summary, GuniqueKeyImage *key)
-{
-	uint64		ref;
-	GuniqueFilterKey fkey;
-
-	if (summary == NULL || !key->hashed)
-		return;
-	ref = pg_atomic_read_u64(&summary->filter);
-	if (ref == 0)
-		return;
-	gunique_filter_key(&fkey, key->hash);
-	gunique_filter_prefetch(ref, &fkey);
 }
 
 /*

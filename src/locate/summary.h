@@ -107,8 +107,6 @@ extern bool gunique_summary_filter_missing(GuniqueSummary *summary);
 extern bool gunique_summary_filter_full(GuniqueSummary *summary);
 extern bool gunique_summary_searched(GuniqueSummary *summary, Relation index,
 									 uint32 *threshold);
-extern void gunique_summary_prefetch(GuniqueSummary *summary,
-									 GuniqueKeyImage *key);
 extern int	gunique_summary_cover(GuniqueSummary *summary,
 								  GuniqueSummary *group,
 								  GuniqueKeyImage *key, Relation index);

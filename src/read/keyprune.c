@@ -24,10 +24,12 @@
  * a check, a CustomScan above the scan that ModifyTable reads, which
  * passes rows through; the executor start hook (hooks.c) runs it before
  * the executor starts, with the statement's snapshot: the row of the key
- * that snapshot sees, if any, must be in a partition the plan modifies.
- * Otherwise the statement is planned again, from a copy of its query kept
- * in the check, as PostgreSQL would plan it.  The proof is in src/README, "Modifying by
- * the key".
+ * that snapshot sees, if any, must be in a partition the plan modifies.  Otherwise the
+ * statement is planned again, from a copy of its query kept in the check,
+ * as PostgreSQL would plan it.  Both the guess and the check find the row
+ * through lookup.c's reader, which looks only in the partitions that may
+ * hold the key (src/README, "Locating a key").  The proof is in
+ * src/README, "Modifying by the key".
  *
  *-------------------------------------------------------------------------
  */
@@ -273,7 +275,7 @@ keyprune_find(Relation table, Oid indexoid, Datum *keys, bool *isnull,
 	Oid			result = InvalidOid;
 
 	reader = gunique_lookup_reader_begin(table, index, snapshot);
-	if (gunique_lookup_reader_find(reader, keys, isnull, &hit))
+	if (gunique_lookup_reader_find(reader, keys, isnull, NULL, &hit))
 		result = hit.heapoid;
 	gunique_lookup_reader_end(reader);
 	index_close(index, NoLock);

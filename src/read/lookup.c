@@ -5,15 +5,16 @@
  *	  summaries can hold the key.
  *
  * The executor's side of the lookup path that lookupplan.c plans.  For each
- * key, the group's filter (and its tags) rules out most partitions without
- * locking them; the leaves of the key's tags are locked, and their key
- * ranges and filters rule out more; the rest are searched with the query's
- * snapshot through their btrees, until a row is found: the index holds at
- * most one row visible to a snapshot.  Where a summary cannot be trusted
- * (a serializable transaction, which must leave predicate locks where a
- * btree scan of every partition would; a standby, whose btrees change by
- * WAL replay without gunique), every partition is searched.  The proofs are
- * src/README, "Lookups".
+ * key, the partitions whose summaries cannot hold it (the group's filter
+ * and its tags, then each leaf's key range and filter) are ruled out
+ * without locking them (locate.c); the rest are locked and searched with
+ * the query's snapshot through their btrees, until a row is found: the
+ * index holds at most one row visible to a snapshot.  Where a summary
+ * cannot be trusted (a serializable transaction, which must leave
+ * predicate locks where a btree scan of every partition would; a standby,
+ * whose btrees change by WAL replay without gunique), every partition is
+ * searched.  The proofs are src/README, "Locating a key" (why a partition
+ * ruled out holds no such row) and "Lookups".
  *
  * Rows found are kept, converted to the table's row type, so that the scan
  * can go backward and mark its position (a cursor, a merge join); there is
@@ -70,7 +71,7 @@
 #include "locate/builder.h"
 #include "locate/filter.h"
 #include "locate/keymap.h"
-#include "locate/leaftags.h"
+#include "locate/locate.h"
 #include "locate/rebuilds.h"
 #include "locate/summary.h"
 #include "read/lookup.h"
@@ -118,9 +119,7 @@ typedef struct LookupTree
 	Oid			group;			/* the group of every part's leaf, or
 								 * InvalidOid if they differ */
 	int			group_leaves;	/* the group's leaves, in the whole tree */
-	GuniqueSummary *group_summary;	/* the group's, with its filter, or NULL */
-	LeafTags	tags;			/* the parts by tag and subtag */
-	int		   *wanted;			/* scratch: the parts a key may be in */
+	GuniqueLocator *loc;		/* which parts may hold a key (locate.c) */
 	GuniqueKeyMap map;
 	Oid			opcintype[INDEX_MAX_KEYS];
 	Oid			collation[INDEX_MAX_KEYS];
@@ -269,7 +268,7 @@ lookup_leaf_cmp(const void *a, const void *b)
 }
 
 /*
- * Each leaf partition's leaf index, from the scope; by tag.
+ * Each leaf partition's leaf index, from the scope.
  *
  * The descriptors and the scope read pg_inherits at different moments, and
  * a partition the descriptors hold may have no leaf in the scope: an
@@ -290,7 +289,6 @@ lookup_tree_parts(LookupTree *tree, GuniqueScope *scope, List *leaves)
 	ListCell   *lc;
 	int			i = 0;
 	bool		first = true;
-	MemoryContext oldcxt;
 
 	for (int j = 0; j < scope->nleaves; j++)
 		if (!scope->leaves[j].sibling)
@@ -301,14 +299,9 @@ lookup_tree_parts(LookupTree *tree, GuniqueScope *scope, List *leaves)
 	tree->nparts = list_length(leaves);
 	tree->parts = MemoryContextAlloc(tree->cxt,
 									 sizeof(LookupPart) * Max(tree->nparts, 1));
-	tree->wanted = MemoryContextAlloc(tree->cxt,
-									  sizeof(int) * Max(tree->nparts, 1));
 	tree->strays = MemoryContextAlloc(tree->cxt,
 									  sizeof(int) * Max(tree->nparts, 1));
 	tree->nstrays = 0;
-	oldcxt = MemoryContextSwitchTo(tree->cxt);
-	gunique_leaftags_init(&tree->tags, tree->nparts);
-	MemoryContextSwitchTo(oldcxt);
 	foreach(lc, leaves)
 	{
 		GuniqueLeaf probe;
@@ -329,7 +322,6 @@ lookup_tree_parts(LookupTree *tree, GuniqueScope *scope, List *leaves)
 		if (first || leaf->group != tree->group)
 			tree->group = first ? leaf->group : InvalidOid;
 		first = false;
-		gunique_leaftags_add(&tree->tags, i, leaf->heapoid);
 		i++;
 	}
 	tree->group_leaves = 0;
@@ -341,7 +333,7 @@ lookup_tree_parts(LookupTree *tree, GuniqueScope *scope, List *leaves)
 /*
  * The summary of the parts' group, which keeps the group's filter: every
  * key of every leaf of the group, read without any leaf lock (src/README,
- * I6).  Its index, a partitioned index of the tree, is locked.
+ * "Locating a key").  Its index, a partitioned index of the tree, is locked.
  */
 static GuniqueSummary *
 lookup_group_summary(Oid group)
@@ -356,6 +348,30 @@ lookup_group_summary(Oid group)
 		summary = gunique_summary_for(groupindex);
 	index_close(groupindex, NoLock);
 	return summary;
+}
+
+/*
+ * Which parts may hold a key (locate.c): the group's filter is read first
+ * if every part's leaf is in one group of many leaves.  A stray is listed
+ * under no tag: the group's filter need not hold its keys.
+ */
+static void
+lookup_tree_locator(LookupTree *tree)
+{
+	GuniqueSummary *group = NULL;
+	Oid		   *heapoids;
+	MemoryContext old;
+
+	if (tree->group_leaves >= GUNIQUE_GROUP_FILTER_MIN_LEAVES)
+		group = lookup_group_summary(tree->group);
+	old = MemoryContextSwitchTo(tree->cxt);
+	heapoids = palloc(sizeof(Oid) * Max(tree->nparts, 1));
+	for (int c = 0; c < tree->nparts; c++)
+		heapoids[c] = tree->parts[c].stray ? InvalidOid :
+			tree->parts[c].heapoid;
+	tree->loc = gunique_locator_make(tree->nparts, heapoids, group, 0);
+	pfree(heapoids);
+	MemoryContextSwitchTo(old);
 }
 
 /* The key as the leaves compare and hash it. */
@@ -423,7 +439,7 @@ lookup_tree_make(LookupTree *tree, GuniqueScope *scope,
 	}
 	MemoryContextSwitchTo(old);
 	lookup_tree_parts(tree, scope, leaves);
-	tree->group_summary = lookup_group_summary(tree->group);
+	lookup_tree_locator(tree);
 	lookup_tree_key(tree, index);
 	tree->scope_generation = generation;
 }
@@ -866,94 +882,91 @@ lookup_ask_filter(LookupScanState *state, LookupTree *tree)
 }
 
 /*
- * Which parts can hold the key, as far as the group's filter tells: a
- * bit per tag, and in *subs a bit per subtag.  Read under a key lock, which
- * keeps the filter from being freed (src/README, I6); any key
- * lock would serve, and a reader takes it shared.
- */
-static uint64
-lookup_group_tags(LookupScanState *state, LookupTree *tree,
-				  GuniqueKeyImage *image, GuniqueFilterKey *fkey,
-				  uint64 *subs)
-{
-	GuniqueSummary *group = tree->group_summary;
-	LWLock	   *lock;
-	uint64		ref;
-	uint64		tags = tree->tags.present;
-
-	if (group == NULL)
-		return tags;
-	lock = gunique_keylock_for(tree->top,
-							   (uint32) (image->hash ^ (image->hash >> 32)));
-	LWLockAcquire(lock, LW_SHARED);
-	ref = gunique_summary_filter(group);
-	if (ref != 0)
-	{
-		gunique_filter_prefetch(ref, fkey); /* its tag and subtag blocks */
-		if (gunique_filter_excludes(ref, fkey))
-			tags = 0;
-		else if (gunique_filter_tagged(ref))
-			tags = gunique_leaftags_match(&tree->tags, ref, fkey, subs);
-	}
-	LWLockRelease(lock);
-	if (ref == 0 && gunique_summary_filter_missing(group))
-		lookup_ask_filter(state, tree);
-	return tags;
-}
-
-/*
- * Which of the parts can their summaries rule out?  Ranges and filters are
- * read under one key lock, as in lookup_group_tags, and without the
- * leaves' locks: a summary holds every key of its leaf as the leaf is,
- * whatever rebuild is under way, and a leaf loses entries the snapshot
- * sees only by a rebuild that lookup_key looks for (src/README,
- * "Lookups").  Clears keep[c] for each part ruled out; returns how many.
+ * Under a key lock taken shared: the parts the group's filter lets the key
+ * in, and the strays, into loc->wanted; how many.  Any key lock would keep
+ * the filter from being freed (src/README, I6); a reader takes
+ * the key's own.
  */
 static int
-lookup_rule_out(LookupPart *parts, int n, bool *keep, GuniqueKeyImage *image,
-				GuniqueFilterKey *fkey, LWLock *lock)
+lookup_group_candidates(LookupScanState *state, LookupTree *tree,
+						GuniqueLocateKey *key, LWLock *lock)
 {
-	GuniqueSummary **summaries = palloc(sizeof(GuniqueSummary *) * Max(n, 1));
-	int			ruled_out = 0;
+	GuniqueLocator *loc = tree->loc;
+	GuniqueLocateGroup said = LOCATE_GROUP_ANY;
+	uint64		tags = 0;
+	uint64		subs = 0;
+	int			n = 0;
 
-	for (int c = 0; c < n; c++)
-		summaries[c] = parts[c].stray ? NULL :
-			gunique_summary_find(parts[c].indexoid);
-	LWLockAcquire(lock, LW_SHARED);
-	for (int c = 0; c < n; c++)
+	if (loc->group != NULL && key->image.hashed)
 	{
-		GuniqueSummaryCopy copy;
-
-		if (summaries[c] == NULL)
-			continue;
-		gunique_summary_copy(summaries[c], &copy);
-		if (gunique_summary_copy_outside(&copy, image) ||
-			(image->hashed && gunique_filter_excludes(copy.filter, fkey)))
-		{
-			keep[c] = false;
-			ruled_out++;
-		}
+		LWLockAcquire(lock, LW_SHARED);
+		gunique_locate_prefetch(loc->group, key);	/* its tag blocks too */
+		said = gunique_locate_group(loc, key, &tags, &subs);
+		LWLockRelease(lock);
+		if (said == LOCATE_GROUP_ANY &&
+			gunique_summary_filter_missing(loc->group))
+			lookup_ask_filter(state, tree);
 	}
-	LWLockRelease(lock);
-	pfree(summaries);
-	return ruled_out;
+	switch (said)
+	{
+		case LOCATE_GROUP_OUT:
+			break;
+		case LOCATE_GROUP_TAGS:
+			n = gunique_locate_tagged(loc, tags, subs, loc->wanted);
+			break;
+		case LOCATE_GROUP_ANY:
+			for (int c = 0; c < tree->nparts; c++)
+				if (!tree->parts[c].stray)
+					loc->wanted[n++] = c;
+			break;
+	}
+	for (int s = 0; s < tree->nstrays; s++)
+		loc->wanted[n++] = tree->strays[s];
+	return n;
 }
 
 /*
- * The parts of the key's tags and subtags (every part if both have every
- * bit), and the strays, copied out of the tree, which locking may make
- * stale.
+ * The parts that may hold the key, copied out of the tree, which locking
+ * may make stale: with "trust", those that the summaries do not rule out
+ * (locate.c), read under a key lock taken shared and without the leaves'
+ * locks: a summary holds every key of its leaf as the leaf is, whatever
+ * rebuild is under way, and a leaf loses entries the snapshot sees only by
+ * a rebuild that lookup_key looks for (src/README, "Locating a key" and
+ * "Lookups").  A stray has no summary and is never ruled out.  Without
+ * "trust", every part.
  */
 static LookupPart *
-lookup_candidates(LookupTree *tree, uint64 tags, uint64 subs, int *n)
+lookup_candidates(LookupScanState *state, LookupTree *tree,
+				  GuniqueLocateKey *key, bool trust, int *n)
 {
+	GuniqueLocator *loc = tree->loc;
 	LookupPart *parts = palloc(sizeof(LookupPart) * Max(tree->nparts, 1));
+	GuniqueLocateCounts located = {0};
+	LWLock	   *lock;
+	int			ncand;
 
-	*n = gunique_leaftags_list(&tree->tags, tags, subs, tree->wanted);
-	for (int s = 0; s < tree->nstrays; s++)
-		tree->wanted[(*n)++] = tree->strays[s];
+	if (!trust)
+	{
+		memcpy(parts, tree->parts, sizeof(LookupPart) * tree->nparts);
+		*n = tree->nparts;
+		return parts;
+	}
+	lock = gunique_keylock_for(tree->top,
+							   gunique_keymap_lock_hash(&key->image));
+	ncand = lookup_group_candidates(state, tree, key, lock);
+	for (int c = 0; c < ncand; c++)
+	{
+		LookupPart *part = &tree->parts[loc->wanted[c]];
+
+		loc->summaries[loc->wanted[c]] = part->stray ? NULL :
+			gunique_summary_find(part->indexoid);
+	}
+	LWLockAcquire(lock, LW_SHARED);
+	*n = gunique_locate_leaves(loc, key, loc->wanted, ncand, -1, loc->wanted,
+							   &located);
+	LWLockRelease(lock);
 	for (int c = 0; c < *n; c++)
-		parts[c] = tree->parts[tree->wanted[c]];
+		parts[c] = tree->parts[loc->wanted[c]];
 	return parts;
 }
 
@@ -966,22 +979,18 @@ typedef enum LookupOutcome
 } LookupOutcome;
 
 /*
- * Look for one key: with "trust", rule out what the summaries can; lock
- * the rest and the strays (each table before its index), then search them
- * until the row is found.  Without "trust", every partition is searched,
- * and every row kept.  A key found nowhere, with a stray that could not be
- * read, is a serialization failure (lookup_stray_lost).
+ * Look for one key in the tree: with "trust", only in the parts that may
+ * hold it (lookup_candidates); lock them and the strays (each table before
+ * its index), then search them until the row is found.  Without "trust",
+ * every partition is searched, and every row kept.  A key found nowhere,
+ * with a stray that could not be read, is a serialization failure
+ * (lookup_stray_lost).
  */
 static LookupOutcome
-lookup_one(LookupScanState *state, Datum *values, bool *isnull, bool trust,
-		   LookupTree **read)
+lookup_one(LookupScanState *state, LookupTree *tree, GuniqueLocateKey *key,
+		   Datum *values, bool trust)
 {
-	LookupTree *tree = lookup_tree_get(state);
 	uint64		generation = tree->scope_generation;
-	GuniqueKeyImage image;
-	GuniqueFilterKey fkey;
-	uint64		tags = ~UINT64CONST(0);
-	uint64		subs = ~UINT64CONST(0);
 	LookupPart *parts;
 	bool	   *keep;
 	bool		found = false;
@@ -989,40 +998,29 @@ lookup_one(LookupScanState *state, Datum *values, bool *isnull, bool trust,
 	int			n;
 	int			ruled_out;
 
-	gunique_keymap_image(&image, &tree->map, values, isnull);
-	if (image.hashed)
-		gunique_filter_key(&fkey, image.hash);
-	if (trust && image.hashed && OidIsValid(tree->group) &&
-		tree->group_leaves >= GUNIQUE_GROUP_FILTER_MIN_LEAVES)
-		tags = lookup_group_tags(state, tree, &image, &fkey, &subs);
-	parts = lookup_candidates(tree, tags, subs, &n);
+	parts = lookup_candidates(state, tree, key, trust, &n);
 	ruled_out = tree->nparts - n;
 	keep = palloc(sizeof(bool) * Max(n, 1));
-	memset(keep, true, sizeof(bool) * n);
-	if (trust)
-		ruled_out += lookup_rule_out(parts, n, keep, &image, &fkey,
-									 gunique_keylock_for(tree->top,
-														 (uint32) (image.hash ^ (image.hash >> 32))));
 	for (int c = 0; c < n; c++)
-		if (keep[c])
-		{
-			bool		unread = false;
+	{
+		bool		unread = false;
 
-			/* as PostgreSQL's scans and TRUNCATE do: table, then index */
-			if (!parts[c].stray)
-			{
-				lookup_lock(state, parts[c].heapoid);
-				lookup_lock(state, parts[c].indexoid);
-			}
-			else if (!OidIsValid(parts[c].indexoid =
-								 lookup_stray_index(state, parts[c].heapoid,
-													&unread)))
-			{
-				keep[c] = false;
-				if (unread)
-					lost = parts[c].heapoid;
-			}
+		keep[c] = true;
+		/* as PostgreSQL's scans and TRUNCATE do: table, then index */
+		if (!parts[c].stray)
+		{
+			lookup_lock(state, parts[c].heapoid);
+			lookup_lock(state, parts[c].indexoid);
 		}
+		else if (!OidIsValid(parts[c].indexoid =
+							 lookup_stray_index(state, parts[c].heapoid,
+												&unread)))
+		{
+			keep[c] = false;
+			if (unread)
+				lost = parts[c].heapoid;
+		}
+	}
 	if (generation != gunique_scope_generation())
 	{
 		pfree(keep);
@@ -1048,7 +1046,6 @@ lookup_one(LookupScanState *state, Datum *values, bool *isnull, bool trust,
 			lookup_check_storage(state, parts[c].heapoid);
 	pfree(keep);
 	pfree(parts);
-	*read = tree;
 	return found ? LOOKUP_FOUND : LOOKUP_NOT_FOUND;
 }
 
@@ -1084,11 +1081,14 @@ lookup_rebuilt(LookupTree *tree, Snapshot snapshot, uint64 mark)
  * transaction the snapshot does not see (a TRUNCATE that committed since:
  * rebuilds.c), or, for any snapshot (dirty too), one whose rollback may yet
  * bring back what it took away: then the key is looked for again in every
- * partition.
+ * partition.  "key" is the key mapped by the caller, or NULL: it is mapped
+ * here, once however often it is looked for.
  */
 static void
-lookup_key(LookupScanState *state, Datum *values, bool *isnull)
+lookup_key(LookupScanState *state, Datum *values, bool *isnull,
+		   GuniqueLocateKey *key)
 {
+	GuniqueLocateKey mapped;
 	int			nkeys = IndexRelationGetNumberOfKeyAttributes(state->index);
 	Snapshot	snapshot = state->snapshot;
 	bool		dirty = snapshot->snapshot_type == SNAPSHOT_DIRTY;
@@ -1102,15 +1102,20 @@ lookup_key(LookupScanState *state, Datum *values, bool *isnull)
 	for (;;)
 	{
 		uint64		mark = gunique_rebuilds_mark();
-		LookupTree *read = NULL;
-		LookupOutcome outcome = lookup_one(state, values, isnull, trust,
-										   &read);
+		LookupTree *tree = lookup_tree_get(state);
+		LookupOutcome outcome;
 
+		if (key == NULL)
+		{
+			gunique_locate_key(&mapped, &tree->map, values, isnull);
+			key = &mapped;
+		}
+		outcome = lookup_one(state, tree, key, values, trust);
 		CHECK_FOR_INTERRUPTS();
 		if (outcome == LOOKUP_AGAIN)
 			continue;
 		if (outcome == LOOKUP_NOT_FOUND && trust &&
-			lookup_rebuilt(read, dirty ? NULL : snapshot, mark))
+			lookup_rebuilt(tree, dirty ? NULL : snapshot, mark))
 		{
 			trust = false;
 			continue;
@@ -1167,7 +1172,7 @@ lookup_array(LookupScanState *state, Datum array)
 
 		if (i > 0 && lookup_datum_cmp(&elems[i - 1], &elems[i], &sorter) == 0)
 			continue;
-		lookup_key(state, &elems[i], &isnull);
+		lookup_key(state, &elems[i], &isnull, NULL);
 	}
 }
 
@@ -1201,7 +1206,7 @@ lookup_fetch(LookupScanState *state)
 		i++;
 	}
 	if (!state->array)
-		lookup_key(state, values, isnull);
+		lookup_key(state, values, isnull, NULL);
 	else if (!isnull[0])
 		lookup_array(state, values[0]);
 	MemoryContextSwitchTo(old);
@@ -1412,10 +1417,15 @@ gunique_lookup_reader_begin(Relation table, Relation index, Snapshot snapshot)
 	return (GuniqueLookupReader *) state;
 }
 
-/* The first row of the key found in the tree, if any, into "hit". */
+/*
+ * The first row of the key found in the tree, if any, into "hit".  "key"
+ * is the key as the caller mapped it with a key map of an index of the
+ * tree (every member maps keys alike, invariant 6), or NULL.
+ */
 bool
 gunique_lookup_reader_find(GuniqueLookupReader *reader, Datum *values,
-						   bool *isnull, GuniqueLookupHit *hit)
+						   bool *isnull, GuniqueLocateKey *key,
+						   GuniqueLookupHit *hit)
 {
 	LookupScanState *state = (LookupScanState *) reader;
 	LookupRow  *row;
@@ -1425,7 +1435,7 @@ gunique_lookup_reader_find(GuniqueLookupReader *reader, Datum *values,
 	state->nrows = 0;
 	state->maxrows = 0;
 	state->waited = NIL;
-	lookup_key(state, values, isnull);
+	lookup_key(state, values, isnull, key);
 	if (state->nrows == 0)
 		return false;
 	row = &state->rows[0];

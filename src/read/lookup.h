@@ -14,6 +14,8 @@
 #include "utils/relcache.h"
 #include "utils/snapshot.h"
 
+#include "locate/locate.h"
+
 #define GUNIQUE_LOOKUP_NAME "GuniqueLookup"
 
 /*
@@ -42,6 +44,7 @@ extern GuniqueLookupReader *gunique_lookup_reader_begin(Relation table,
 														Snapshot snapshot);
 extern bool gunique_lookup_reader_find(GuniqueLookupReader *reader,
 									   Datum *values, bool *isnull,
+									   GuniqueLocateKey *key,
 									   GuniqueLookupHit *hit);
 extern void gunique_lookup_reader_end(GuniqueLookupReader *reader);
 

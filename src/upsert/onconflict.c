@@ -25,9 +25,12 @@
  * another partition holds is skipped there.  A check that finds nothing
  * leaves the key's upsert lock held until the executor is done with the
  * row, so that two such statements never both pass the check with one
- * key.  The protocol and what it does not cover are in src/README,
- * "INSERT ... ON CONFLICT".  DO UPDATE of a row in another partition
- * remains a unique violation raised by the probe (see probe.c).
+ * key.  The check looks the key up through lookup.c's reader, which looks
+ * only in the partitions that may hold it (src/README, "Locating a key"),
+ * with the key mapped once per row.  The protocol and what it does not
+ * cover are in src/README, "INSERT ... ON CONFLICT".  DO UPDATE of a row in
+ * another partition remains a unique violation raised by the probe (see
+ * probe.c).
  *
  * With gunique.enable_conflict_check off, a statement whose plan has a
  * check is refused as the executor starts, every execution: without the
@@ -84,6 +87,7 @@
 #include "am/tree.h"
 #include "insert/keylock.h"
 #include "locate/keymap.h"
+#include "locate/locate.h"
 #include "read/lookup.h"
 #include "read/passnode.h"
 #include "upsert/onconflict.h"
@@ -257,6 +261,11 @@ typedef struct CheckedIndex
 	Relation	topindex;
 	GuniqueKeyMap map;
 	GuniqueLookupReader *reader;
+	/* the row being checked: its key, formed and mapped once */
+	bool		skip;			/* not in the index, or "=" cannot hold */
+	Datum		values[INDEX_MAX_KEYS];
+	bool		isnull[INDEX_MAX_KEYS];
+	GuniqueLocateKey key;
 } CheckedIndex;
 
 typedef struct ConflictCheckState
@@ -884,10 +893,8 @@ conflict_row_partition(ConflictCheckState *state, TupleTableSlot *slot)
  */
 static CheckOutcome
 conflict_check_key(ConflictCheckState *state, CheckedIndex *ci,
-				   TupleTableSlot *slot, Datum *values, bool *isnull,
-				   Oid *partition)
+				   TupleTableSlot *slot, Oid *partition)
 {
-	GuniqueKeyImage image;
 	GuniqueLookupHit hit;
 
 	/*
@@ -896,14 +903,13 @@ conflict_check_key(ConflictCheckState *state, CheckedIndex *ci,
 	 * the upsert lock then finds locked (its holder must not wait for
 	 * relation locks: src/README).
 	 */
-	if (!gunique_lookup_reader_find(ci->reader, values, isnull, &hit))
+	if (!gunique_lookup_reader_find(ci->reader, ci->values, ci->isnull,
+									&ci->key, &hit))
 	{
-		uint32		hash;
+		uint32		hash = gunique_keymap_lock_hash(&ci->key.image);
 
 		if (!OidIsValid(*partition))
 			*partition = conflict_row_partition(state, slot);
-		gunique_keymap_image(&image, &ci->map, values, isnull);
-		hash = gunique_keymap_lock_hash(&image);
 		upsert_lock_acquire(ci->top, hash, ExclusiveLock, *partition);
 
 		/*
@@ -913,7 +919,8 @@ conflict_check_key(ConflictCheckState *state, CheckedIndex *ci,
 		 * lookup then finds it, or it waits for us.
 		 */
 		gunique_keylock_wait_out(ci->top, hash);
-		if (!gunique_lookup_reader_find(ci->reader, values, isnull, &hit))
+		if (!gunique_lookup_reader_find(ci->reader, ci->values, ci->isnull,
+										&ci->key, &hit))
 			return CHECK_CLEAR;
 	}
 	upsert_locks_release(InvalidOid);
@@ -924,6 +931,32 @@ conflict_check_key(ConflictCheckState *state, CheckedIndex *ci,
 	}
 	conflict_check_visible(state->css.ss.ps.state, &hit);
 	return CHECK_HELD;
+}
+
+/*
+ * Form the row's key in each checked index, and map it (keymap.c) once for
+ * every look at it.
+ */
+static void
+conflict_row_keys(ConflictCheckState *state, TupleTableSlot *slot)
+{
+	EState	   *estate = state->css.ss.ps.state;
+	ExprContext *econtext = GetPerTupleExprContext(estate);
+
+	for (int i = 0; i < state->nchecked; i++)
+	{
+		CheckedIndex *ci = &state->checked[i];
+
+		ci->skip = ci->predicate != NULL && !ExecQual(ci->predicate, econtext);
+		if (ci->skip)
+			continue;
+		FormIndexDatum(ci->info, slot, estate, ci->values, ci->isnull);
+		for (int k = 0; k < ci->info->ii_NumIndexKeyAttrs; k++)
+			ci->skip |= ci->isnull[k];
+		/* "=" never holds of a null: left to the probe */
+		if (!ci->skip)
+			gunique_locate_key(&ci->key, &ci->map, ci->values, ci->isnull);
+	}
 }
 
 /*
@@ -945,23 +978,15 @@ conflict_row_held(ConflictCheckState *state, TupleTableSlot *slot)
 	Oid			partition = InvalidOid;
 
 	econtext->ecxt_scantuple = slot;
+	conflict_row_keys(state, slot);
 	for (int i = 0; i < state->nchecked && !held; i++)
 	{
 		CheckedIndex *ci = &state->checked[i];
-		Datum		values[INDEX_MAX_KEYS];
-		bool		isnull[INDEX_MAX_KEYS];
-		bool		nulls = false;
 		CheckOutcome outcome;
 
-		if (ci->predicate != NULL && !ExecQual(ci->predicate, econtext))
+		if (ci->skip)
 			continue;
-		FormIndexDatum(ci->info, slot, estate, values, isnull);
-		for (int k = 0; k < ci->info->ii_NumIndexKeyAttrs; k++)
-			nulls |= isnull[k];
-		if (nulls)
-			continue;			/* "=" never holds: left to the probe */
-		outcome = conflict_check_key(state, ci, slot, values, isnull,
-									 &partition);
+		outcome = conflict_check_key(state, ci, slot, &partition);
 		held = outcome == CHECK_HELD;
 		if (outcome == CHECK_WAITED)
 			i = -1;				/* every key again, its locks released */

@@ -81,6 +81,7 @@ EXECUTE ins(7);
 -- on too, whatever the key; nothing is inserted.
 SET gunique.enable_conflict_check = off;
 INSERT INTO s VALUES (7, 25, 'again') ON CONFLICT DO NOTHING;
+EXPLAIN (COSTS OFF) INSERT INTO s VALUES (7, 25, 'again') ON CONFLICT DO NOTHING;
 INSERT INTO s VALUES (302, 25, 'new') ON CONFLICT (id) DO NOTHING;
 WITH w AS (INSERT INTO s VALUES (303, 5, 'with') ON CONFLICT DO NOTHING RETURNING *)
 SELECT * FROM w;

@@ -18,8 +18,9 @@
  * shared_preload_libraries (gunique.c says why), except the relcache
  * callback, which gunique_check_leaves needs without the preload too.
  * Not from the shared-memory startup hook, which the postmaster runs
- * again after every crash restart: each run would take one more of
- * PostgreSQL's few callback slots, and the backends it forks inherit them.
+ * again after every crash restart: each run would register the callbacks
+ * again (taking another of the ten relcache callback slots PostgreSQL has
+ * per process), and the backends it forks would inherit them all.
  *
  *-------------------------------------------------------------------------
  */

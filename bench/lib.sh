@@ -43,6 +43,7 @@ scale_params()
 		W4_ROWS=200000 W4_SECS=2      # workload 4: accounts, seconds per contender and mode
 		W6_SCALE=2 W6_SECS=4          # workload 6: pgbench -s (100,000 accounts each), seconds per contender and mode
 		W7_BASE=20000 W7_TX=3         # workload 7: older rows before the run, transactions of 1,000 rows per client
+		W8_SECS=5                     # workload 8: seconds per contender
 		;;
 	small)                            # about 10 minutes on 2 cores, one run
 		W1_N=600000
@@ -53,6 +54,7 @@ scale_params()
 		W4_ROWS=2000000 W4_SECS=5
 		W6_SCALE=20 W6_SECS=20
 		W7_BASE=500000 W7_TX=40
+		W8_SECS=30
 		;;
 	seed | large)                     # large: workload 5 only, see bench/README.md
 		W1_N=6000000
@@ -63,6 +65,7 @@ scale_params()
 		W4_ROWS=20000000 W4_SECS=60
 		W6_SCALE=20 W6_SECS=60        # the talk's -s 20
 		W7_BASE=5000000 W7_TX=200
+		W8_SECS=60
 		;;
 	*)
 		die "unknown scale '$1' (tiny, small, seed or large)"
@@ -112,8 +115,8 @@ scale_params()
 	W6_MODES=${BENCH_W6_MODES:-select-only select-update}
 	for m in $W6_MODES; do
 		case "$m" in
-		select-only | select-update) ;;
-		*) die "BENCH_W6_MODES: unknown mode '$m' (select-only, select-update)" ;;
+		select-only | select-update | update-only) ;;
+		*) die "BENCH_W6_MODES: unknown mode '$m' (select-only, select-update, update-only)" ;;
 		esac
 	done
 	W6_CLIENTS=${BENCH_CLIENTS:-8}
@@ -129,6 +132,8 @@ scale_params()
 		*) die "BENCH_W7_ROWS: '$r' is not 1000 or 1 (rows per statement)" ;;
 		esac
 	done
+	W8_PARTITIONS=4
+	W8_CLIENTS=8
 }
 
 # ---------------------------------------------------------------------------

@@ -163,7 +163,7 @@ p "- prewarm: $meta{prewarm}\n" if $meta{prewarm};
 }
 p "- scale $meta{scale}: $meta{params}\n";
 p "- contenders: $meta{contenders}\n";
-my @took = map { defined $meta{"elapsed_w$_"} ? "workload $_: $meta{\"elapsed_w$_\"} s" : () } 1 .. 7;
+my @took = map { defined $meta{"elapsed_w$_"} ? "workload $_: $meta{\"elapsed_w$_\"} s" : () } 1 .. 8;
 p "- wall-clock time: ", join(', ', @took), "\n" if @took;
 p "\n";
 p "Contenders: `local` a unique btree that includes the partition key (unique per partition only: ",
@@ -346,10 +346,11 @@ if ($val{w6}) {
 		return $s;
 	};
 	my %title = ('select-only' => 'SELECT abalance WHERE bid = :bid',
-				 'select-update' => 'UPDATE abalance WHERE bid = :bid, then SELECT it');
+				 'select-update' => 'UPDATE abalance WHERE bid = :bid, then SELECT it',
+				 'update-only' => 'UPDATE abalance WHERE bid = :bid alone');
 	my %steps = (tps => "pgbench's tps, the whole run",
 				 'tps-warm' => 'tps of the second half of the run (warm sessions)');
-	for my $mode (qw(select-only select-update)) {
+	for my $mode (qw(select-only select-update update-only)) {
 		next unless $parts{$mode};
 		my @n = sort { $a <=> $b } keys %{ $parts{$mode} };
 		for my $step (qw(tps tps-warm)) {
@@ -436,6 +437,52 @@ if ($val{w7}) {
 			  $pair->($n, $step, 'gunique', 'local'), " | ", (@spread ? join(', ', @spread) : '–'), " |\n";
 		}
 		p "\n", spread_line();
+	}
+}
+
+# Workload 8: upserts against transactions that collided first -------------
+if ($val{w8}) {
+	p "## Workload 8: upserts against transactions that collided first (pgbench)\n\n";
+	p "`w8(id, p, k)` in list partitions by p, a primary key (id, p), the contender's unique key on k (`single`: ",
+	  "the table unpartitioned with a unique btree). 8 clients, `--max-tries=1`, half the transactions insert two rows ",
+	  "1 ms apart (the second with a key drawn near the upserts'), half `INSERT ... ON CONFLICT DO NOTHING` of one row; ",
+	  "`deadlock_timeout` 5 ms. Medians of the runs, in brackets the lowest and highest run.\n\n";
+	my %refused = map { $_ => 1 } grep { $val{w8}{$_}{refused} && $val{w8}{$_}{refused}{gunique} } keys %{ $val{w8} };
+	if (%refused) {
+		p "**gunique: refused by this server** (before PostgreSQL 18, without `contrib-patches/`, gunique refuses ",
+		  "`INSERT ... ON CONFLICT`): nothing to measure.\n\n";
+	}
+	my @steps = (['deadlocks', 'deadlocks'], ['deadlocks-log', 'deadlocks in the server log'],
+				 ['other-failures', 'other failed transactions'], ['transactions', 'transactions'], ['tps', 'tps'],
+				 ['upsert-23505', 'upserts failing 23505'], ['collisions', 'collisions two_rows caught'],
+				 ['skipped', 'upserts that skipped their row'], ['duplicates', 'duplicate keys']);
+	# counts as whole numbers (a median of an even number of runs may end in .5)
+	my $f = sub {
+		my ($step, $v) = @_;
+		return fmt($v) if $unit{w8}{$step} ne 'count';
+		my $s = sprintf($v == int($v) ? '%d' : '%.1f', $v);
+		1 while $s =~ s/^(\d+)(\d{3})/$1,$2/;
+		return $s;
+	};
+	my $range = sub {
+		my ($step, @s) = @_;
+		@s = sort { $a <=> $b } @s;
+		my $m = $f->($step, median(@s));
+		return @s > 1 && $s[0] != $s[-1] ? "$m [" . $f->($step, $s[0]) . '–' . $f->($step, $s[-1]) . ']' : $m;
+	};
+	for my $n (sort { $a <=> $b } grep { /^\d+$/ } keys %{ $val{w8} }) {
+		my @cc = grep { my $c = $_; grep { $val{w8}{$n}{$_->[0]}{$c} } @steps } qw(single gunique);
+		p "### $n partitions\n\n";
+		p "| contender | ", join(' | ', map { $_->[1] } @steps), " |\n";
+		p "|---|", join('', map { '---:|' } @steps), "\n";
+		for my $c (@cc) {
+			p "| $c | ", join(' | ', map {
+				my $v = $val{w8}{$n}{$_->[0]}{$c};
+				$v && @$v ? $range->($_->[0], @$v) : 'n/a'
+			} @steps), " |\n";
+		}
+		p "| gunique | refused |", join('', map { ' |' } @steps[1 .. $#steps]), "\n" if $refused{$n};
+		p "\n";
 	}
 }
 

@@ -25,6 +25,8 @@
 #   select-only    SELECT abalance FROM pgbench_accounts WHERE bid = :bid
 #   select-update  BEGIN; UPDATE pgbench_accounts SET abalance = abalance + 1
 #                  WHERE bid = :bid; SELECT abalance ... WHERE bid = :bid; END
+#   update-only    that UPDATE alone, its own transaction (run only when
+#                  BENCH_W6_MODES names it)
 #
 # With local, a lookup by bid alone searches every partition's btree, and
 # with the generic plan that prepared statements settle on, locks every
@@ -35,8 +37,9 @@
 # a plain SELECT by the key as one scan that plans, locks and opens only
 # the partitions that can hold it (gunique.enable_lookup).  The UPDATE of
 # select-update is planned for the key's partition in each execution's
-# custom plan, which stays cheaper than the generic plan (src/keyprune.c);
-# local's goes through every partition.
+# custom plan, which stays cheaper than the generic plan
+# (src/read/keyprune.c); local's goes through every partition.
+# update-only measures that UPDATE alone.
 #
 # Each contender starts from VACUUM (ANALYZE), its indexes and the table
 # loaded into shared buffers (pg_prewarm, when installed) and a
@@ -145,6 +148,10 @@ w6_contender()
 		UPDATE $t SET abalance = abalance + 1 WHERE bid = :bid;
 		SELECT abalance FROM $t WHERE bid = :bid;
 		END;
+	SQL
+	cat >"$WORK/w6-update-only.sql" <<-SQL
+		\\set bid random(1, $((W6_SCALE * 100000)))
+		UPDATE $t SET abalance = abalance + 1 WHERE bid = :bid;
 	SQL
 	for mode in $W6_MODES; do
 		res=$(run_pgbench "w6-$mode-$parts-$c-$run" -M prepared -c "$W6_CLIENTS" -j "$(jobs_for "$W6_CLIENTS")" \

@@ -16,9 +16,9 @@
 # local keeps one btree per partition, so a lookup by aid alone visits every
 # partition's btree (200 index probes, and the locks of 200 partitions and
 # 200 indexes per statement with a generic plan).  gunique's SELECT takes
-# its lookup path (src/lookup.c): the partitions its filters cannot rule
+# its lookup path (src/read/lookup.c): the partitions its filters cannot rule
 # out, one btree probe for a key that exists.  Its UPDATE is planned for
-# the key's partition (src/keyprune.c): a custom plan per execution, two
+# the key's partition (src/read/keyprune.c): a custom plan per execution, two
 # lookups of the key and the UPDATE's own probe; local's goes through
 # every partition.  "single" does one probe.
 #

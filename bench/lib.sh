@@ -84,6 +84,9 @@ scale_params()
 	esac
 	W5_SIZES=${BENCH_W5_SIZES:-$W5_SIZES}
 	W5_KEYS=${BENCH_W5_KEYS:-random correlated uuid}
+	# BENCH_W5_NOSAVE=1: a second clean restart, without gunique's save file
+	W5_NOSAVE=
+	[ "${BENCH_W5_NOSAVE:-0}" = 0 ] || W5_NOSAVE=1
 	# The lock table must hold 512 partitions and their indexes in one
 	# transaction, and the trigger contender's advisory lock on every key
 	# that workload 1 inserts in one statement (N of them).

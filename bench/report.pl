@@ -298,10 +298,15 @@ if ($val{w5}) {
 	  "single-row inserts of new keys from one client: their latency in ms (p50, p99, max, and max-later: the slowest ",
 	  "but the session's first, which loads a new session's caches). \"ready\" is the time ",
 	  "from the start of the server until gunique's key filters are all back (loaded from the file saved at shutdown); ",
-	  "\"crash-ready\" the same after the crash, when the background worker has built them again for the minute's inserts. ",
+	  "\"crash-ready\" the same after the crash, when the background worker has built them again as the inserts asked. ",
+	  "\"nosave\" (with BENCH_W5_NOSAVE=1) is a clean restart with gunique's save file removed while the server is stopped: ",
+	  "the background worker alone builds the filters again. \"down\" is the seconds the clean stop took (gunique saves then), ",
+	  "\"file\" the save file's size, \"rate-Ns\" the inserts per second over the first N seconds from the first insert, ",
+	  "\"load\" the 1-minute load average when the inserts started. ",
 	  "Medians of the runs; gunique's ratio to local's in parentheses.\n\n";
-	my @order = qw(insert insert-warm restart-up restart-ready restart-p50 restart-p99 restart-max
-	  restart-max-later crash-up crash-p50 crash-p99 crash-max crash-max-later crash-ready filter-bytes-per-key shared-memory);
+	my @after = qw(down file up ready rate-1s rate-5s rate-10s rate p50 p99 max max-later load);
+	my @order = (qw(insert insert-warm), (map { my $w = $_; map { "$w-$_" } @after } qw(restart nosave crash)),
+	  qw(filter-bytes-per-key shared-memory));
 	for my $variant (sort keys %{ $val{w5} }) {
 		my $v = $val{w5}{$variant};
 		my @cc = grep { my $c = $_; grep { $v->{$_}{$c} } keys %$v } @CONTENDERS;

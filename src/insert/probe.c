@@ -418,12 +418,34 @@ probe_keeps_key(ProbeGroup *pg, ProbeScan *own, Datum *values, bool *isnull,
 	return kept;
 }
 
-/* Wait for the transaction that holds the key, as nbtree would. */
+/*
+ * The insert path meets upserts (src/README, "INSERT ... ON CONFLICT") in
+ * these three only, and in probe_others when the tree no longer needs a
+ * probe: probe_unlock, probe_wait and probe_upsert_pending.
+ *
+ * probe_unlock: release the key lock, to look again or once the entry is
+ * in; the upsert locks this look took in ShareLock go with it (an inserter
+ * holds one only while it probes and inserts).  With the key lock held,
+ * probe->pg is set.
+ */
 static void
-probe_wait(ProbeFinding *finding)
+probe_unlock(GuniqueProbe *probe)
+{
+	LWLockRelease(probe->keylock);
+	gunique_onconflict_release_waits(probe->pg->topindex);
+}
+
+/*
+ * probe_wait: with the key lock released, wait for the transaction that
+ * holds the key, as nbtree would, after letting go the upsert locks this
+ * wait could deadlock on.
+ */
+static void
+probe_wait(GuniqueProbe *probe, ProbeFinding *finding)
 {
 	Relation	holder;
 
+	gunique_onconflict_release_locks(probe->pg->topindex, finding->xwait);
 	if (finding->speculative_token != 0)
 	{
 		SpeculativeInsertionWait(finding->xwait, finding->speculative_token);
@@ -432,6 +454,36 @@ probe_wait(ProbeFinding *finding)
 	holder = table_open(finding->heapoid, NoLock);
 	XactLockTableWait(finding->xwait, holder, &finding->tid, XLTW_InsertIndex);
 	table_close(holder, NoLock);
+}
+
+/*
+ * probe_upsert_pending: under the key lock, nothing found: has a check of
+ * ON CONFLICT DO NOTHING passed for the key, for a row going to another
+ * partition, and not inserted yet (onconflict.c)?  Then release the key
+ * lock, wait for the check's upsert lock, and return true to look again,
+ * holding it; the check's entry may be in by then.  An inserter whose entry
+ * is in own leaf already (it waits for a holder there) needs no such wait:
+ * a check that passes after it finds its entry.  Nor one that the check
+ * waits for: with the key lock released (asking costs the lock manager's
+ * partition locks), it asks, and if so sets *holder_waits and looks again;
+ * that look, and only that one ("asked"), goes in.  src/README, "INSERT ...
+ * ON CONFLICT", points 4 and 5.
+ */
+static bool
+probe_upsert_pending(GuniqueProbe *probe, ProbeGroup *pg, bool entry_in_place,
+					 bool asked, bool *holder_waits)
+{
+	uint32		hash = gunique_keymap_lock_hash(&probe->key.image);
+
+	if (entry_in_place || asked ||
+		!gunique_onconflict_must_wait(pg->topindex, hash, pg->own_heap))
+		return false;
+	LWLockRelease(probe->keylock);
+	if (gunique_onconflict_holder_waits(pg->topindex, hash))
+		*holder_waits = true;
+	else
+		gunique_onconflict_wait(pg->topindex, hash);
+	return true;
 }
 
 /*
@@ -483,36 +535,6 @@ typedef enum ProbeOutcome
 } ProbeOutcome;
 
 /*
- * Under the key lock, nothing found: has a check of ON CONFLICT DO NOTHING
- * passed for the key, for a row going to another partition, and not
- * inserted yet (onconflict.c)?  Then release the key lock, wait for the
- * check's upsert lock, and return true to look again, holding it; the
- * check's entry may be in by then.  An inserter whose entry is in own leaf
- * already (it waits for a holder there) needs no such wait: a check that
- * passes after it finds its entry.  Nor one that the check waits for: with
- * the key lock released (asking costs the lock manager's partition locks),
- * it asks, and if so sets *holder_waits and looks again; that look, and
- * only that one ("asked"), goes in.  src/README, "INSERT ... ON CONFLICT",
- * points 4 and 5.
- */
-static bool
-probe_upsert_pending(GuniqueProbe *probe, ProbeGroup *pg, bool entry_in_place,
-					 bool asked, bool *holder_waits)
-{
-	uint32		hash = gunique_keymap_lock_hash(&probe->key.image);
-
-	if (entry_in_place || asked ||
-		!gunique_onconflict_must_wait(pg->topindex, hash, pg->own_heap))
-		return false;
-	LWLockRelease(probe->keylock);
-	if (gunique_onconflict_holder_waits(pg->topindex, hash))
-		*holder_waits = true;
-	else
-		gunique_onconflict_wait(pg->topindex, hash);
-	return true;
-}
-
-/*
  * Look for the probe's key in the other leaves of its group, waiting for
  * holders in progress with the key lock released, until none holds it,
  * and for a pending upsert of the key.  The statement's scans of the
@@ -543,6 +565,8 @@ probe_others(GuniqueProbe *probe, bool indexUnchanged, uint64 *counts,
 									probe->skip_self);
 		if (!pg->needed || key_has_distinct_null(pg, probe->isnull))
 		{
+			/* the tree changed, maybe after a wait for a pending upsert */
+			gunique_onconflict_release_waits(pg->topindex);
 			probe->pg = pg;
 			return PROBE_ALONE;
 		}
@@ -587,8 +611,7 @@ probe_others(GuniqueProbe *probe, bool indexUnchanged, uint64 *counts,
 			}
 			if (outcome != LIGHT_SEARCHED)
 			{
-				LWLockRelease(probe->keylock);
-				gunique_onconflict_release_waits(pg->topindex);
+				probe_unlock(probe);
 				memcpy(counts, saved, sizeof(saved));
 				if (outcome == LIGHT_OPEN)
 					gunique_probegroup_light_open(pg, tags, subs);
@@ -607,8 +630,7 @@ probe_others(GuniqueProbe *probe, bool indexUnchanged, uint64 *counts,
 		if (unready != NULL)
 		{
 			/* make the scan ready without the key lock, then look again */
-			LWLockRelease(probe->keylock);
-			gunique_onconflict_release_waits(pg->topindex);
+			probe_unlock(probe);
 			memcpy(counts, saved, sizeof(saved));
 			gunique_probescan_prepare(pg->stmt, unready);
 			continue;
@@ -621,7 +643,7 @@ probe_others(GuniqueProbe *probe, bool indexUnchanged, uint64 *counts,
 			memcpy(counts, saved, sizeof(saved));
 			continue;
 		}
-		LWLockRelease(probe->keylock);
+		probe_unlock(probe);
 
 		if (OidIsValid(conflict))
 		{
@@ -633,9 +655,7 @@ probe_others(GuniqueProbe *probe, bool indexUnchanged, uint64 *counts,
 							probe->values, probe->isnull, probe->checkUnique);
 		}
 		counts[GUNIQUE_STAT_WAITS]++;
-		/* let go the upsert locks this wait could deadlock on */
-		gunique_onconflict_release_locks(pg->topindex, finding.xwait);
-		probe_wait(&finding);
+		probe_wait(probe, &finding);
 	}
 }
 
@@ -687,8 +707,6 @@ gunique_probe_before_insert(GuniqueProbe *probe, Relation index,
 	switch (probe_others(probe, indexUnchanged, counts, false))
 	{
 		case PROBE_ALONE:
-			/* the tree changed after a wait for a pending upsert */
-			gunique_onconflict_release_waits(probe->pg->topindex);
 			before_unprobed(probe, probe->pg->own_summary, counts);
 			probe->pg = NULL;
 			return;
@@ -737,19 +755,14 @@ own_leaf_release(GuniqueProbe *probe, TransactionId xid, uint64 *counts,
 {
 	gunique_waiter_set(probe->pg->topindex, RelationGetRelid(probe->heap),
 					   probe->heap_tid, xid);
-	LWLockRelease(probe->keylock);
+	/* an entry in place needs no upsert lock (probe_upsert_pending) */
+	probe_unlock(probe);
 	if (unready != NULL)
-	{
-		/* an entry in place needs no upsert lock (probe_upsert_pending) */
-		gunique_onconflict_release_waits(probe->pg->topindex);
 		gunique_probescan_prepare(probe->pg->stmt, unready);
-	}
 	else
 	{
 		counts[GUNIQUE_STAT_WAITS]++;
-		gunique_onconflict_release_locks(probe->pg->topindex,
-										 finding->xwait);
-		probe_wait(finding);
+		probe_wait(probe, finding);
 	}
 	if (probe_others(probe, false, counts, true) == PROBE_ALONE)
 		LWLockAcquire(probe->keylock, LW_EXCLUSIVE);
@@ -798,7 +811,7 @@ own_leaf_resolve(GuniqueProbe *probe)
 				break;
 			if (OidIsValid(conflict))
 			{
-				LWLockRelease(probe->keylock);
+				probe_unlock(probe);
 				counts[GUNIQUE_STAT_CONFLICTS]++;
 				gunique_stats_add(probe->index, counts);
 				report_conflict(probe->index, probe->heap, probe->heap,
@@ -815,7 +828,7 @@ own_leaf_resolve(GuniqueProbe *probe)
 	}
 	PG_END_TRY();
 	gunique_waiter_clear();
-	LWLockRelease(probe->keylock);
+	probe_unlock(probe);
 	gunique_stats_add(probe->index, counts);
 }
 
@@ -831,12 +844,11 @@ gunique_probe_after_insert(GuniqueProbe *probe, bool unique)
 
 	if (pg == NULL)
 		return unique;
+	/* a check's upsert locks stay until the row is done (onconflict.c) */
 	if (probe->own_partial && !unique)
 		own_leaf_resolve(probe);
 	else
-		LWLockRelease(probe->keylock);
-	/* a check's upsert locks stay until the row is done (onconflict.c) */
-	gunique_onconflict_release_waits(pg->topindex);
+		probe_unlock(probe);
 	if (pg->filters_wanted || pg->group_filter_wanted || probe->cover != 0)
 		ask_filters(pg, probe->index);
 	return probe->own_partial || probe->kept ? true : unique;

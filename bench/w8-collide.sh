@@ -1,7 +1,7 @@
 # Workload 8: upserts against transactions that collided first, with
 # pgbench: errors (deadlocks, unique violations, duplicates) more than speed.
 #
-# The workload of bench/RESULTS.md "Issue 18, deadlocks" (2026-11-28),
+# The workload of bench/JOURNAL.md "Issue 18, deadlocks" (2026-11-28),
 # written down again: w8(id bigint, p int, k bigint) in W8_PARTITIONS (4)
 # list partitions by p, a primary key (id, p) made with the table, and the
 # contender's unique key on k.  W8_CLIENTS (8) clients, -j as many as the

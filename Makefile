@@ -81,6 +81,12 @@ $(OBJS): $(wildcard $(srcdir)/src/*.h $(srcdir)/src/*/*.h)
 bench:
 	bench/run --pg-config $(shell command -v $(PG_CONFIG)) $(BENCH_ARGS)
 
+# The archive PGXN takes, gunique-VERSION.zip of HEAD with META.json made
+# from tools/META.json.in and gunique.control's version (tools/dist).
+.PHONY: dist
+dist:
+	$(srcdir)/tools/dist
+
 # The regression and isolation tests, a line each ("REGRESS: a b c",
 # "ISOLATION: x y z"), for tools/test-all; builds nothing.
 .PHONY: print-tests

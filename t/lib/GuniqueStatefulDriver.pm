@@ -100,7 +100,13 @@ sub is_blocked
 		  . "array(SELECT pid FROM pg_stat_activity WHERE pid NOT IN ($pid, pg_backend_pid())) || 0) "
 		  . "THEN 't' ELSE 'f' END || ' ' || array_to_string(pg_blocking_pids($pid), ' ')");
 	$M{last_blocked} = $blocked;
-	$d->{pending}{blockers}{$_} = 1 for $blocked eq 't' ? @pids : ();
+	for my $bp ($blocked eq 't' ? @pids : ())
+	{
+		$d->{pending}{blockers}{$bp} = 1;
+		# the transaction of a session it waited for (finish_action)
+		my ($o) = grep { $_->{s}{pid} == $bp } @sess;
+		$d->{pending}{blocked_in}{$bp} = $o->{tx} if $o && $o->{tx};
+	}
 	return $blocked eq 't';
 }
 
@@ -199,10 +205,17 @@ sub finish_action
 	# this one, but whose output comes later: this one may have queued
 	# behind it for a lock when nobody looked (it waited for something
 	# else when it was seen waiting), e.g. an INSERT into a partition whose
-	# TRUNCATE waited for a transaction whose end let both go.
+	# TRUNCATE waited for a transaction whose end let both go.  Not one
+	# seen waiting for this session's transaction: it ended after this
+	# statement, even if it shows idle first (a statement that fails in a
+	# transaction block releases the locks as it aborts, before its session
+	# reports the end), e.g. a TRUNCATE queued behind this transaction's
+	# lookup, let go by this COPY's unique violation.
 	my @ddl = grep {
 		$_ != $d && $_->{pending} && !$_->{pending}{ending} && $_->{pending}{waited}
 		  && ($_->{pending}{touch}{ddl} || $_->{pending}{touch}{rebuild} || %{ $_->{pending}{touch}{trunc} })
+		  && !($d->{tx} && defined $_->{pending}{blocked_in}{ $d->{s}{pid} }
+			&& $_->{pending}{blocked_in}{ $d->{s}{pid} } == $d->{tx})
 	} @sess;
 	if (@ddl)
 	{

@@ -15,6 +15,9 @@ use strict;
 use warnings;
 use utf8;
 use open qw(:std :encoding(UTF-8));
+use FindBin;
+use lib $FindBin::RealBin;
+use BenchNumbers qw(median);
 use File::Basename qw(basename);
 
 my $title = 'Before and after';
@@ -23,13 +26,6 @@ if (@ARGV >= 2 && $ARGV[0] eq '--title') {
 }
 my @dirs = @ARGV;
 die "usage: compare.pl [--title TITLE] DIR1 DIR2 [DIR3 ...]\n" unless @dirs >= 2;
-sub median
-{
-	my @v = sort { $a <=> $b } @_;
-	return undef unless @v;
-	my $m = int(@v / 2);
-	return @v % 2 ? $v[$m] : ($v[$m - 1] + $v[$m]) / 2;
-}
 
 # ratios{workload}{variant}{step} = gunique median / local median
 sub ratios

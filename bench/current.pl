@@ -33,6 +33,9 @@ use strict;
 use warnings;
 use utf8;
 use open qw(:std :encoding(UTF-8));
+use FindBin;
+use lib $FindBin::RealBin;
+use BenchNumbers qw(median thousands);
 use File::Basename qw(dirname basename);
 
 my $bench = dirname(__FILE__);
@@ -97,7 +100,7 @@ my %TABLE = (
 		label => sub {
 			my ($v, $s) = @_;
 			my ($k, $n) = split /-/, $v;
-			1 while $n =~ s/^(\d+)(\d{3})/$1,$2/;
+			$n = thousands($n);
 			my %u = (insert => 'insert, µs per row', 'restart-ready' => 'clean restart: ready, s',
 					 'restart-p99' => 'after it: p99 of one-row inserts, ms', 'crash-p99' => 'after a crash: p99, ms');
 			("$k, $n", $u{$s} // $s);
@@ -116,7 +119,7 @@ my %TABLE = (
 		label => sub {
 			my ($v, $s) = @_;
 			my ($m, $n) = $v =~ /^(.*)-(\d+)$/;
-			1 while $n =~ s/^(\d+)(\d{3})/$1,$2/;
+			$n = thousands($n);
 			($m, $n, $s eq 'tps' ? 'the run' : 'its second half');
 		},
 	},
@@ -261,13 +264,6 @@ sub has
 # ---------------------------------------------------------------------------
 # Numbers
 # ---------------------------------------------------------------------------
-sub median
-{
-	my @v = sort { $a <=> $b } @_;
-	return undef unless @v;
-	my $m = int(@v / 2);
-	return @v % 2 ? $v[$m] : ($v[$m - 1] + $v[$m]) / 2;
-}
 
 sub fmt
 {
@@ -276,8 +272,7 @@ sub fmt
 	my $s = $v == int($v) && abs($v) < 1e6 ? sprintf('%d', $v)
 	  : $v >= 100 ? sprintf('%.0f', $v) : $v >= 10 ? sprintf('%.1f', $v) : $v >= 1 ? sprintf('%.2f', $v)
 	  : sprintf('%.3f', $v);
-	1 while $s =~ s/^(\d+)(\d{3})/$1,$2/;
-	return $s;
+	return thousands($s);
 }
 
 sub fx
@@ -285,8 +280,7 @@ sub fx
 	my $r = shift;
 	my $s = $r >= 100 ? sprintf('%.0f', $r) : $r >= 10 ? sprintf('%.1f', $r) : $r >= 0.1 ? sprintf('%.2f', $r)
 	  : sprintf('%.2g', $r);
-	1 while $s =~ s/^(\d+)(\d{3})/$1,$2/;
-	return $s;
+	return thousands($s);
 }
 
 # Median of a contender's values over the rounds of some directories.

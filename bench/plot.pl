@@ -12,6 +12,9 @@ use strict;
 use warnings;
 use utf8;
 use open qw(:std :encoding(UTF-8));
+use FindBin;
+use lib $FindBin::RealBin;
+use BenchNumbers qw(median);
 use File::Basename qw(dirname);
 use POSIX qw(floor ceil);
 
@@ -41,12 +44,6 @@ if (open my $mf, '<', dirname($raw) . '/meta.tsv') {
 	while (<$mf>) { chomp; my ($k, $x) = split /\t/, $_, 2; $meta{$k} = $x if defined $x }
 }
 
-sub median
-{
-	my @s = sort { $a <=> $b } @_;
-	my $m = int(@s / 2);
-	return @s % 2 ? $s[$m] : ($s[$m - 1] + $s[$m]) / 2;
-}
 
 # Medians, the partition counts, the ranges of both axes.
 my (%med, %partset, $ymin, $ymax);

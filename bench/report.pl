@@ -12,6 +12,9 @@ use strict;
 use warnings;
 use utf8;
 use open qw(:std :encoding(UTF-8));
+use FindBin;
+use lib $FindBin::RealBin;
+use BenchNumbers qw(median thousands);
 
 my $dir = shift or die "usage: report.pl OUTDIR [REPORT]\n";
 my $report = shift // "$dir/RESULTS.md";
@@ -54,13 +57,6 @@ if (open my $sf, '<', "$dir/sanity.tsv") {
 # ---------------------------------------------------------------------------
 # Numbers
 # ---------------------------------------------------------------------------
-sub median
-{
-	my @v = sort { $a <=> $b } @_;
-	return undef unless @v;
-	my $m = int(@v / 2);
-	return @v % 2 ? $v[$m] : ($v[$m - 1] + $v[$m]) / 2;
-}
 
 # Largest max/min ratio of the runs over the cells of a table, to show how
 # noisy it is.
@@ -80,8 +76,7 @@ sub fmt
 	my $v = shift;
 	return 'n/a' unless defined $v;
 	my $s = $v >= 100 ? sprintf('%.0f', $v) : $v >= 10 ? sprintf('%.1f', $v) : $v >= 1 ? sprintf('%.2f', $v) : sprintf('%.3f', $v);
-	1 while $s =~ s/^(\d+)(\d{3})/$1,$2/;
-	return $s;
+	return thousands($s);
 }
 
 sub ratio
@@ -466,8 +461,7 @@ if ($val{w8}) {
 		my ($step, $v) = @_;
 		return fmt($v) if $unit{w8}{$step} ne 'count';
 		my $s = sprintf($v == int($v) ? '%d' : '%.1f', $v);
-		1 while $s =~ s/^(\d+)(\d{3})/$1,$2/;
-		return $s;
+		return thousands($s);
 	};
 	my $range = sub {
 		my ($step, @s) = @_;

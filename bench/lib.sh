@@ -6,10 +6,11 @@
 #   - the throwaway cluster: start_cluster / stop_cluster, run as the
 #     unprivileged BENCH_USER when invoked as root;
 #   - psql and pgbench wrappers that log everything and return numbers:
-#     sql, sql_value, timed_sql, run_pgbench;
+#     sql, sql_value, timed_sql, pgbench_logged, run_pgbench;
 #   - the contenders' DDL: enforce_sql / drop_enforce_sql write the SQL that
 #     makes a table's key unique the way each contender does it;
-#   - the sanity probe (try_sql) and the raw result writer (record).
+#   - the sanity probe (try_sql), its lines (sanity_line) and the raw result
+#     writer (record).
 #
 # Globals set by bench/run before any of this is used:
 #   BENCH_DIR  the bench/ directory       OUT      the results directory
@@ -368,18 +369,25 @@ ROLLBACK;
 	got=$(printf '\\pset tuples_only on\n\\pset format unaligned\n%s' "$script" | sql) ||
 		die "the sanity checks of $c failed to run (see $OUT/logs/sql.log)"
 	while read -r outcome; do
-		printf '%s\t%s\t%s\t%s\t%s\n' "$w" "$c" "${descs[$i]}" "${exp[$i]}" "$outcome" >>"$OUT/sanity.tsv"
-		log "  sanity $c: ${descs[$i]}: $outcome"
-		[ "$outcome" = "${exp[$i]}" ] || die "sanity check failed: $c: ${descs[$i]}: expected ${exp[$i]}, got $outcome"
+		sanity_line "$w" "$c" "${descs[$i]}" "${exp[$i]}" "$outcome"
 		i=$((i + 1))
 	done <<<"$got"
 	[ "$i" = "${#exp[@]}" ] || die "sanity checks of $c: expected ${#exp[@]} outcomes, got $i"
 }
 
-# run_pgbench LABEL PGBENCH-ARGS...: run pgbench as the cluster owner,
-# keep its output in logs/, fail if a client aborted or a transaction
-# failed; print "TPS LATENCY_MS".
-run_pgbench()
+# sanity_line WORKLOAD CONTENDER DESCRIPTION EXPECTED OUTCOME: one line of
+# sanity.tsv; stops the run if OUTCOME is not EXPECTED.
+sanity_line()
+{
+	printf '%s\t%s\t%s\t%s\t%s\n' "$1" "$2" "$3" "$4" "$5" >>"$OUT/sanity.tsv"
+	log "  sanity $2: $3: $5"
+	[ "$4" = "$5" ] || die "sanity check failed: $2: $3: expected $4, got $5"
+}
+
+# pgbench_logged LABEL PGBENCH-ARGS...: run pgbench as the cluster owner,
+# its output in logs/pgbench-LABEL.log (printed: the file); stops the run
+# if pgbench fails.
+pgbench_logged()
 {
 	local label=$1 logf
 	shift
@@ -388,6 +396,15 @@ run_pgbench()
 		tail -n 20 "$logf" >&2
 		die "pgbench $label failed, see $logf"
 	fi
+	echo "$logf"
+}
+
+# run_pgbench LABEL PGBENCH-ARGS...: pgbench_logged, then fail if a client
+# aborted or a transaction failed; print "TPS LATENCY_MS".
+run_pgbench()
+{
+	local logf
+	logf=$(pgbench_logged "$@") || exit 1
 	perl -ne '
 		$tps = $1 if /^tps = ([0-9.]+)/;
 		$lat = $1 if /^latency average = ([0-9.]+) ms/;
@@ -397,7 +414,7 @@ run_pgbench()
 			die "pgbench output without tps or latency\n" unless defined $tps && defined $lat;
 			die "pgbench: failed or aborted transactions\n" if $bad;
 			print "$tps $lat\n";
-		}' "$logf" || die "pgbench $label: see $logf"
+		}' "$logf" || die "pgbench $1: see $logf"
 }
 
 # pgbench's thread count: one per core, at most one per client.

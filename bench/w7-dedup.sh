@@ -184,12 +184,7 @@ w7_refused()
 
 # w7_sanity CONTENDER DESCRIPTION EXPECTED OUTCOME: one line of sanity.tsv;
 # stops the run if OUTCOME is not EXPECTED.
-w7_sanity()
-{
-	printf '%s\t%s\t%s\t%s\t%s\n' w7 "$1" "$2" "$3" "$4" >>"$OUT/sanity.tsv"
-	log "  sanity $1: $2: $4"
-	[ "$3" = "$4" ] || die "sanity check failed: $1: $2: expected $3, got $4"
-}
+w7_sanity() { sanity_line w7 "$@"; }
 
 w7_contender()
 {

@@ -139,25 +139,15 @@ w8_refused()
 }
 
 # w8_sanity CONTENDER DESCRIPTION EXPECTED OUTCOME (as w7_sanity).
-w8_sanity()
-{
-	printf '%s\t%s\t%s\t%s\t%s\n' w8 "$1" "$2" "$3" "$4" >>"$OUT/sanity.tsv"
-	log "  sanity $1: $2: $4"
-	[ "$3" = "$4" ] || die "sanity check failed: $1: $2: expected $3, got $4"
-}
+w8_sanity() { sanity_line w8 "$@"; }
 
-# w8_pgbench LABEL ARGS...: pgbench as the cluster owner, output in logs/;
-# a transaction that fails (a deadlock) does not stop the run, a client
-# that aborts does.  Prints "TPS TRANSACTIONS FAILED DEADLOCKS".
+# w8_pgbench LABEL ARGS...: pgbench_logged; a transaction that fails (a
+# deadlock) does not stop the run, a client that aborts does.  Prints
+# "TPS TRANSACTIONS FAILED DEADLOCKS".
 w8_pgbench()
 {
-	local label=$1 logf
-	shift
-	logf="$OUT/logs/pgbench-$label.log"
-	if ! as_user "$BINDIR/pgbench" -h "$WORK" -p "$PGPORT_BENCH" -U postgres -n "$@" postgres >"$logf" 2>&1; then
-		tail -n 20 "$logf" >&2
-		die "pgbench $label failed, see $logf"
-	fi
+	local logf
+	logf=$(pgbench_logged "$@") || exit 1
 	perl -ne '
 		$tps = $1 if /^tps = ([0-9.]+)/;
 		$tx = $1 if /^number of transactions actually processed: (\d+)/;
@@ -169,7 +159,7 @@ w8_pgbench()
 				unless defined $tps && defined $tx && defined $failed && defined $dead;
 			die "pgbench: a client aborted\n" if $bad;
 			print "$tps $tx $failed $dead\n";
-		}' "$logf" || die "pgbench $label: see $logf"
+		}' "$logf" || die "pgbench $1: see $logf"
 }
 
 # The value of a counting sequence: how many times nextval ran.

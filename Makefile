@@ -13,6 +13,7 @@ OBJS = \
 	src/am/handler.o \
 	src/am/scope.o \
 	src/am/tree.o \
+	src/ddl/concurrent.o \
 	src/ddl/ddl.o \
 	src/ddl/fkey.o \
 	src/ddl/merge.o \

@@ -204,4 +204,19 @@ gunique_lock_held_or_stronger(const LOCKTAG *tag, LOCKMODE mode)
 	build_attrmap_by_name((indesc), (outdesc))
 #endif
 
+/*
+ * PostgreSQL 16 gave DefineIndex a total_parts argument (the partitions to
+ * report in pg_stat_progress_create_index; -1 when unknown).  gunique calls
+ * it for one partition at a time, as DefineIndex calls itself.
+ */
+#if PG_VERSION_NUM >= 160000
+#define gunique_define_partition_index(relid, stmt, parentindex) \
+	DefineIndex((relid), (stmt), InvalidOid, (parentindex), InvalidOid, -1, \
+				false, true, true, false, false)
+#else
+#define gunique_define_partition_index(relid, stmt, parentindex) \
+	DefineIndex((relid), (stmt), InvalidOid, (parentindex), InvalidOid, \
+				false, true, true, false, false)
+#endif
+
 #endif							/* GUNIQUE_COMPAT_H */

@@ -353,6 +353,20 @@ index_same_definition(HeapTuple a, HeapTuple b, TupleDesc desc)
 		index_expr_equal(a, b, Anum_pg_index_indpred, desc);
 }
 
+/* pg_index.indisready; false for an index gone. */
+static bool
+index_is_ready(Oid indexoid)
+{
+	HeapTuple	tup = SearchSysCache1(INDEXRELID, ObjectIdGetDatum(indexoid));
+	bool		ready;
+
+	if (!HeapTupleIsValid(tup))
+		return false;
+	ready = ((Form_pg_index) GETSTRUCT(tup))->indisready;
+	ReleaseSysCache(tup);
+	return ready;
+}
+
 /* Is the index of access method "relam" and no partition of another? */
 static bool
 index_standalone_of_am(Oid indexoid, Oid relam)
@@ -449,6 +463,13 @@ walk_tree(Oid indexoid, Oid group, TreeWalk *walk)
 
 	if (relkind == RELKIND_INDEX)
 	{
+		/*
+		 * A leaf that CREATE INDEX CONCURRENTLY has made but not yet built
+		 * holds nothing and takes no insert: a member, so that its becoming
+		 * ready flushes the cache, but no leaf (src/README, 4.11).
+		 */
+		if (!index_is_ready(indexoid))
+			return;
 		walk_add_leaf(walk, indexoid, heapoid, group, false);
 		if (walk->siblings)
 			walk_siblings(indexoid, heapoid, group, walk);

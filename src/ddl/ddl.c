@@ -64,6 +64,7 @@
 #include "catalog/pg_index.h"
 #include "catalog/pg_inherits.h"
 #include "catalog/pg_opclass.h"
+#include "commands/defrem.h"
 #include "commands/event_trigger.h"
 #include "commands/tablecmds.h"
 #include "miscadmin.h"
@@ -81,6 +82,7 @@
 #include "gunique.h"
 #include "am/scope.h"
 #include "am/tree.h"
+#include "ddl/concurrent.h"
 #include "ddl/ddl.h"
 #include "ddl/fkey.h"
 #include "ddl/merge.h"
@@ -386,6 +388,33 @@ finish_tree(Oid topindex, Oid attached, Oid only_attached)
 		gunique_check_tree(topindex, attached, only_attached);
 }
 
+/*
+ * CREATE INDEX CONCURRENTLY on a partitioned table: the statement makes the
+ * top alone (ON ONLY), in its transaction; concurrent.c completes the tree
+ * in transactions of its own.  A temporary table is built at once, as
+ * PostgreSQL builds a temporary table's index.
+ */
+static bool
+prepare_concurrent(UtilityCall *call, IndexStmt *stmt, Oid tableoid)
+{
+	if (!stmt->concurrent)
+		return false;
+	PreventInTransactionBlock(call->context == PROCESS_UTILITY_TOPLEVEL,
+							  "CREATE INDEX CONCURRENTLY");
+	if (!stmt->relation->inh)
+		ereport(ERROR,
+				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+				 errmsg("cannot create index on only partitioned table \"%s\" concurrently",
+						get_rel_name(tableoid)),
+				 errdetail("CREATE INDEX ... ON ONLY builds no partition's index: it has nothing to do concurrently."),
+				 errhint("Leave out CONCURRENTLY, or leave out ONLY to build the whole index concurrently.")));
+	stmt->concurrent = false;
+	if (get_rel_persistence(tableoid) == RELPERSISTENCE_TEMP)
+		return false;
+	stmt->relation->inh = false;
+	return true;
+}
+
 static void
 create_index(UtilityCall *call)
 {
@@ -393,6 +422,7 @@ create_index(UtilityCall *call)
 	LOCKMODE	lockmode = stmt->concurrent ? ShareUpdateExclusiveLock : ShareLock;
 	Oid			tableoid;
 	Oid			topindex;
+	bool		concurrent;
 
 	check_gunique_index_stmt(stmt);
 
@@ -407,6 +437,7 @@ create_index(UtilityCall *call)
 		gunique_refuse_foreign_partitions(tableoid, NoLock);
 
 	stmt = (IndexStmt *) writable_statement(call);
+	concurrent = prepare_concurrent(call, stmt, tableoid);
 	stmt->unique = false;
 	call_standard(call, true);
 	CommandCounterIncrement();
@@ -418,8 +449,54 @@ create_index(UtilityCall *call)
 
 		gunique_ddl_check_index(top);
 		index_close(top, NoLock);
-		finish_tree(topindex, InvalidOid, InvalidOid);
+		if (concurrent && !gunique_index_is_valid(topindex))
+			gunique_concurrent_complete(topindex, false);
+		else
+			finish_tree(topindex, InvalidOid, InvalidOid);
 	}
+}
+
+/* Does a REINDEX statement say CONCURRENTLY? */
+static bool
+reindex_concurrently(ReindexStmt *stmt)
+{
+	ListCell   *lc;
+
+	foreach(lc, stmt->params)
+	{
+		DefElem    *opt = lfirst(lc);
+
+		if (strcmp(opt->defname, "concurrently") == 0)
+			return defGetBoolean(opt);
+	}
+	return false;
+}
+
+/*
+ * REINDEX INDEX CONCURRENTLY of an invalid tree's top (a CREATE INDEX
+ * CONCURRENTLY that failed, or a tree made ON ONLY): once PostgreSQL has
+ * rebuilt the leaves there are, concurrent.c builds those missing, checks
+ * the tree and marks it valid.
+ */
+static void
+reindex(UtilityCall *call)
+{
+	ReindexStmt *stmt = (ReindexStmt *) call->pstmt->utilityStmt;
+	Oid			index = InvalidOid;
+
+	if (stmt->kind == REINDEX_OBJECT_INDEX && reindex_concurrently(stmt))
+		index = RangeVarGetRelid(stmt->relation, NoLock, true);
+	if (!OidIsValid(index) ||
+		get_rel_relkind(index) != RELKIND_PARTITIONED_INDEX ||
+		!gunique_is_gunique_index(index) ||
+		gunique_tree_top(index) != index ||
+		gunique_index_is_valid(index))
+	{
+		call_standard(call, false);
+		return;
+	}
+	call_standard(call, false);
+	gunique_concurrent_complete(index, true);
 }
 
 /* The top indexes of the gunique trees that cover a table. */
@@ -917,6 +994,8 @@ gunique_ddl_utility(PlannedStmt *pstmt, const char *queryString,
 		create_partition(&call);
 	else if (IsA(parsetree, AlterTableStmt))
 		alter_table(&call);
+	else if (IsA(parsetree, ReindexStmt))
+		reindex(&call);
 	else
 		call_standard(&call, false);
 }

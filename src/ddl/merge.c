@@ -116,6 +116,9 @@ typedef struct MergeState
 	void	   *callback_arg;
 } MergeState;
 
+static void check_tree(Oid topindexoid, Oid attached, Oid only_attached,
+					   bool concurrently);
+
 typedef struct MergeEntry
 {
 	int			cursor;
@@ -381,19 +384,38 @@ merge_restrict_to_attached(MergeState *state, List *leaves, Oid attached)
 	pfree(isnew);
 }
 
-/* Is the row behind this index entry visible to the check's snapshot? */
+/*
+ * Is the row behind this index entry visible to the check's snapshot?
+ * Without one (the check that lets writers in), is it live once any
+ * transaction inserting or deleting it has ended, as _bt_check_unique asks:
+ * wait for that transaction, then look again.
+ */
 static bool
 merge_entry_live(MergeCursor *cursor, ItemPointer tid, Snapshot snapshot)
 {
-	ItemPointerData tmp = *tid;
-	bool		call_again = false;
-	bool		all_dead = false;
-	bool		found;
+	for (;;)
+	{
+		ItemPointerData tmp = *tid;
+		bool		call_again = false;
+		bool		all_dead = false;
+		SnapshotData dirty;
+		TransactionId xwait;
+		bool		found;
 
-	found = table_index_fetch_tuple(cursor->fetch, &tmp, snapshot,
-									cursor->slot, &call_again, &all_dead);
-	ExecClearTuple(cursor->slot);
-	return found;
+		if (snapshot == NULL)
+			InitDirtySnapshot(dirty);
+		found = table_index_fetch_tuple(cursor->fetch, &tmp,
+										snapshot != NULL ? snapshot : &dirty,
+										cursor->slot, &call_again, &all_dead);
+		ExecClearTuple(cursor->slot);
+		if (!found || snapshot != NULL)
+			return found;
+		xwait = TransactionIdIsValid(dirty.xmin) ? dirty.xmin : dirty.xmax;
+		if (!TransactionIdIsValid(xwait))
+			return true;
+		table_index_fetch_reset(cursor->fetch);
+		XactLockTableWait(xwait, cursor->heap, tid, XLTW_InsertIndexUnique);
+	}
 }
 
 /* A run of equal keys has ended: is it a duplicate? */
@@ -844,6 +866,25 @@ gunique_merge_tree(Oid topindexoid, LOCKMODE lockmode, Snapshot snapshot,
 void
 gunique_check_tree(Oid topindexoid, Oid attached, Oid only_attached)
 {
+	check_tree(topindexoid, attached, only_attached, false);
+}
+
+/*
+ * The check of a tree built concurrently (concurrent.c): every leaf read
+ * whole, with writers running.  The caller has waited out every writer that
+ * might not have probed every leaf; a row's liveness is judged once the
+ * transactions inserting or deleting it have ended.  Fills no filter: keys
+ * inserted behind the merge are not read.  See src/README, 4.11.
+ */
+void
+gunique_check_tree_concurrently(Oid topindexoid)
+{
+	check_tree(topindexoid, InvalidOid, InvalidOid, true);
+}
+
+static void
+check_tree(Oid topindexoid, Oid attached, Oid only_attached, bool concurrently)
+{
 	Relation	topindex = index_open(topindexoid, AccessShareLock);
 	CheckFirst	first = {0};
 	int64		nduplicates;
@@ -851,9 +892,14 @@ gunique_check_tree(Oid topindexoid, Oid attached, Oid only_attached)
 	bool		progress;
 
 	progress = merge_progress_start(topindex, &started);
-	nduplicates = merge_tree(topindexoid, ShareLock, SnapshotSelf,
-							 only_attached, true,
-							 check_remember_first, &first, progress);
+	if (concurrently)
+		nduplicates = merge_tree(topindexoid, AccessShareLock, NULL,
+								 InvalidOid, false,
+								 check_remember_first, &first, progress);
+	else
+		nduplicates = merge_tree(topindexoid, ShareLock, SnapshotSelf,
+								 only_attached, true,
+								 check_remember_first, &first, progress);
 	if (nduplicates > 0)
 		check_report(&first, nduplicates, topindex, attached);
 	if (started)

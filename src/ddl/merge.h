@@ -27,5 +27,6 @@ extern int64 gunique_merge_tree(Oid topindex, LOCKMODE lockmode,
 extern void gunique_check_tree(Oid topindex, Oid attached,
 							   Oid only_attached);
 extern void gunique_check_tree_lock(Oid topindex);
+extern void gunique_check_tree_concurrently(Oid topindex);
 
 #endif							/* GUNIQUE_MERGE_H */

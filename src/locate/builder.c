@@ -336,7 +336,13 @@ gunique_builder_build_group(Relation index, bool force)
 	}
 	if (n < 2)
 		goto done;
-	if (groupindex->rd_rel->relkind == RELKIND_PARTITIONED_INDEX)
+	/*
+	 * A group's filter only for a valid group index: until then leaves may
+	 * join it without a merge that fills the filter (CREATE INDEX
+	 * CONCURRENTLY, ALTER INDEX ... ATTACH PARTITION; src/README, I6).
+	 */
+	if (groupindex->rd_rel->relkind == RELKIND_PARTITIONED_INDEX &&
+		groupindex->rd_index->indisvalid)
 		group = gunique_summary_for(groupindex);
 	builder_progress(n, 0);
 	for (int i = 0; i < n; i++)

@@ -1,0 +1,433 @@
+/*-------------------------------------------------------------------------
+ *
+ * concurrent.c
+ *	  Building a gunique tree without stopping its writers.
+ *
+ * PostgreSQL refuses CREATE INDEX CONCURRENTLY on a partitioned table.  For
+ * a gunique index ddl.c creates the top in the statement's transaction
+ * (ON ONLY: invalid), and this file completes the tree the way CREATE INDEX
+ * CONCURRENTLY builds one index, in transactions that each commit:
+ *
+ *	 1. the partitioned tables' indexes, every table locked for the session;
+ *	 2. each leaf by CREATE INDEX CONCURRENTLY of its partition (DefineIndex),
+ *		made a partition of its parent's index from the start;
+ *	 3. a wait for every transaction that may have inserted without probing
+ *		every leaf;
+ *	 4. the merge, without locking writers out (merge.c);
+ *	 5. the partitioned indexes marked valid.
+ *
+ * REINDEX INDEX CONCURRENTLY of an invalid tree's top runs the same steps
+ * after PostgreSQL has rebuilt the leaves there are, so a build that failed
+ * or was cancelled can be finished.  Why this keeps the guarantee:
+ * src/README, 4.11.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "access/attmap.h"
+#include "access/genam.h"
+#include "access/htup_details.h"
+#include "access/table.h"
+#include "access/xact.h"
+#include "catalog/index.h"
+#include "catalog/indexing.h"
+#include "catalog/namespace.h"
+#include "catalog/partition.h"
+#include "catalog/pg_class.h"
+#include "catalog/pg_index.h"
+#include "catalog/pg_inherits.h"
+#include "commands/defrem.h"
+#include "commands/progress.h"
+#include "miscadmin.h"
+#include "nodes/makefuncs.h"
+#include "parser/parse_utilcmd.h"
+#include "pgstat.h"
+#include "storage/lmgr.h"
+#include "tcop/tcopprot.h"
+#include "utils/inval.h"
+#include "utils/lsyscache.h"
+#include "utils/memutils.h"
+#include "utils/rel.h"
+#include "utils/snapmgr.h"
+#include "utils/syscache.h"
+
+#include "compat.h"
+#include "am/tree.h"
+#include "ddl/concurrent.h"
+#include "ddl/merge.h"
+
+/* A table under the tree's top table, and its member of the tree. */
+typedef struct BuildPart
+{
+	Oid			table;
+	Oid			parenttable;	/* InvalidOid for the top's table */
+	Oid			index;			/* InvalidOid: a leaf still to build */
+	bool		partitioned;
+} BuildPart;
+
+typedef struct ConcurrentBuild
+{
+	Oid			top;
+	Oid			relam;
+	bool		reindex;		/* REINDEX finishing the tree */
+	int			nparts;
+	BuildPart  *parts;			/* parents before children; [0] is the top */
+	int			nleaves;
+	int			leaves_done;
+} ConcurrentBuild;
+
+/* The transaction is done: commit it and start the next, as CIC does. */
+static void
+next_transaction(void)
+{
+	if (ActiveSnapshotSet())
+		PopActiveSnapshot();
+	CommitTransactionCommand();
+	StartTransactionCommand();
+}
+
+/* Show the build in pg_stat_progress_create_index, on the top's table. */
+static void
+progress_report(ConcurrentBuild *b, int64 phase)
+{
+	const int	params[] = {
+		PROGRESS_CREATEIDX_COMMAND,
+		PROGRESS_CREATEIDX_INDEX_OID,
+		PROGRESS_CREATEIDX_ACCESS_METHOD_OID,
+		PROGRESS_CREATEIDX_PHASE,
+		PROGRESS_CREATEIDX_PARTITIONS_TOTAL,
+		PROGRESS_CREATEIDX_PARTITIONS_DONE,
+	};
+	int64		values[] = {
+		b->reindex ? PROGRESS_CREATEIDX_COMMAND_REINDEX_CONCURRENTLY :
+		PROGRESS_CREATEIDX_COMMAND_CREATE_CONCURRENTLY,
+		b->top,
+		b->relam,
+		phase,
+		b->nleaves,
+		b->leaves_done,
+	};
+
+	pgstat_progress_start_command(PROGRESS_COMMAND_CREATE_INDEX,
+								  b->parts[0].table);
+	pgstat_progress_update_multi_param(lengthof(params), params, values);
+}
+
+/* The member of the tree on "table", a partition of "parentindex". */
+static Oid
+member_on_table(Oid parentindex, Oid table)
+{
+	List	   *children = find_inheritance_children(parentindex, NoLock);
+	ListCell   *lc;
+
+	foreach(lc, children)
+	{
+		if (IndexGetRelation(lfirst_oid(lc), true) == table)
+			return lfirst_oid(lc);
+	}
+	return InvalidOid;
+}
+
+/* The index of the part on "table" (made or found before). */
+static Oid
+part_index(ConcurrentBuild *b, Oid table)
+{
+	for (int i = 0; i < b->nparts; i++)
+		if (b->parts[i].table == table)
+			return b->parts[i].index;
+	return InvalidOid;
+}
+
+/*
+ * The statement DefineIndex gets for a partition: the parent index's
+ * definition in the partition's columns, as DefineIndex clones it for its
+ * own partitions.  A partitioned table gets ON ONLY.
+ */
+static IndexStmt *
+part_statement(BuildPart *part, Oid parentindex)
+{
+	Relation	parentidx = index_open(parentindex, AccessShareLock);
+	Relation	parent = table_open(part->parenttable, AccessShareLock);
+	Relation	rel = table_open(part->table, AccessShareLock);
+	AttrMap    *attmap = gunique_attrmap_by_name(RelationGetDescr(rel),
+												 RelationGetDescr(parent));
+	RangeVar   *rv = NULL;
+	IndexStmt  *stmt;
+
+	if (part->partitioned)
+	{
+		rv = makeRangeVar(get_namespace_name(RelationGetNamespace(rel)),
+						  pstrdup(RelationGetRelationName(rel)), -1);
+		rv->inh = false;
+	}
+	stmt = generateClonedIndexStmt(rv, parentidx, attmap, NULL);
+	stmt->idxname = NULL;
+	stmt->concurrent = !part->partitioned;
+	stmt->unique = !part->partitioned;	/* the tree is marked after */
+	free_attrmap(attmap);
+	table_close(rel, NoLock);
+	table_close(parent, NoLock);
+	index_close(parentidx, NoLock);
+	return stmt;
+}
+
+/*
+ * Step 1: list the tables under the top's, lock each for the session as CIC
+ * locks its table (ShareUpdateExclusiveLock: writers go on, DDL and VACUUM
+ * wait), find each one's member of the tree, and make the partitioned
+ * tables' that are missing (ON ONLY, which takes their ShareLock for the
+ * transaction).  Leaves are made in step 2.
+ */
+static void
+plan_build(ConcurrentBuild *b, MemoryContext cxt)
+{
+	Relation	top = index_open(b->top, AccessShareLock);
+	List	   *tables = find_all_inheritors(top->rd_index->indrelid,
+											 ShareUpdateExclusiveLock, NULL);
+	ListCell   *lc;
+
+	b->relam = top->rd_rel->relam;
+	b->parts = MemoryContextAllocZero(cxt, sizeof(BuildPart) *
+									  list_length(tables));
+	foreach(lc, tables)
+	{
+		BuildPart  *part = &b->parts[b->nparts++];
+		Oid			parentindex;
+
+		part->table = lfirst_oid(lc);
+		part->partitioned =
+			get_rel_relkind(part->table) == RELKIND_PARTITIONED_TABLE;
+		if (foreach_current_index(lc) == 0)
+		{
+			part->index = b->top;
+			continue;
+		}
+		part->parenttable = get_partition_parent(part->table, true);
+		parentindex = part_index(b, part->parenttable);
+		part->index = member_on_table(parentindex, part->table);
+		if (!part->partitioned && !OidIsValid(part->index))
+			b->nleaves++;
+		else if (!OidIsValid(part->index))
+		{
+			ObjectAddress address;
+
+			address = gunique_define_partition_index(part->table,
+													 part_statement(part, parentindex),
+													 parentindex);
+			part->index = address.objectId;
+			CommandCounterIncrement();
+		}
+	}
+	index_close(top, NoLock);
+
+	gunique_tree_set_unique(b->top, true);
+	for (int i = 0; i < b->nparts; i++)
+	{
+		LockRelId	relid = {b->parts[i].table, MyDatabaseId};
+
+		LockRelationIdForSession(&relid, ShareUpdateExclusiveLock);
+	}
+}
+
+/*
+ * Step 2: build each missing leaf by CREATE INDEX CONCURRENTLY of its
+ * partition, a partition of its parent's index from the start: the scope
+ * (scope.c) passes over it until it is ready for inserts, and probes then
+ * search it.  DefineIndex commits as it goes, as for a plain table.
+ */
+static void
+build_leaves(ConcurrentBuild *b, MemoryContext cxt)
+{
+	for (int i = 1; i < b->nparts; i++)
+	{
+		BuildPart  *part = &b->parts[i];
+		MemoryContext oldcxt;
+		Oid			parentindex;
+		IndexStmt  *stmt;
+		ObjectAddress address;
+
+		if (part->partitioned || OidIsValid(part->index))
+			continue;
+		CHECK_FOR_INTERRUPTS();
+		PushActiveSnapshot(GetTransactionSnapshot());
+		progress_report(b, PROGRESS_CREATEIDX_PHASE_WAIT_1);
+		/* DefineIndex commits: its statement must outlive the transaction */
+		oldcxt = MemoryContextSwitchTo(cxt);
+		parentindex = part_index(b, part->parenttable);
+		stmt = part_statement(part, parentindex);
+		MemoryContextSwitchTo(oldcxt);
+		address = gunique_define_partition_index(part->table, stmt,
+												 parentindex);
+		part->index = address.objectId;
+		b->leaves_done++;
+		/* DefineIndex leaves its caller to commit the leaf's validity */
+		next_transaction();
+	}
+}
+
+/*
+ * Every partition must have a leaf that is valid before the tree can be: a
+ * leaf left invalid by an earlier build that failed, and not rebuilt.
+ */
+static void
+require_valid_leaves(ConcurrentBuild *b)
+{
+	for (int i = 1; i < b->nparts; i++)
+	{
+		BuildPart  *part = &b->parts[i];
+
+		if (part->partitioned || get_index_isvalid(part->index))
+			continue;
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("index \"%s\" of partition \"%s\" is not valid",
+						get_rel_name(part->index), get_rel_name(part->table)),
+				 errdetail("Index \"%s\" can become valid only once every partition's index is.",
+						   get_rel_name(b->top)),
+				 errhint("REINDEX INDEX CONCURRENTLY \"%s\" rebuilds every partition's index and then finishes it.",
+						 get_rel_name(b->top))));
+	}
+}
+
+/*
+ * Step 3: wait for every transaction holding a partition in a mode that
+ * writes: one that began before the last leaf was ready may insert without
+ * probing it.  Transactions after probe every leaf (src/README, 4.11).
+ */
+static void
+wait_for_writers(ConcurrentBuild *b)
+{
+	List	   *locktags = NIL;
+
+	progress_report(b, PROGRESS_CREATEIDX_PHASE_WAIT_2);
+	for (int i = 1; i < b->nparts; i++)
+	{
+		LOCKTAG    *tag;
+
+		if (b->parts[i].partitioned)
+			continue;
+		tag = palloc(sizeof(LOCKTAG));
+		SET_LOCKTAG_RELATION(*tag, MyDatabaseId, b->parts[i].table);
+		locktags = lappend(locktags, tag);
+	}
+	WaitForLockersMultiple(locktags, ShareLock, true);
+	list_free_deep(locktags);
+}
+
+/* Mark one partitioned index valid, as validatePartitionedIndex does. */
+static void
+set_valid(Oid indexoid, Oid tableoid)
+{
+	Relation	pg_index = table_open(IndexRelationId, RowExclusiveLock);
+	HeapTuple	tup;
+
+	LockRelationOid(indexoid, ShareUpdateExclusiveLock);
+	tup = SearchSysCacheCopy1(INDEXRELID, ObjectIdGetDatum(indexoid));
+	if (!HeapTupleIsValid(tup))
+		elog(ERROR, "cache lookup failed for index %u", indexoid);
+	((Form_pg_index) GETSTRUCT(tup))->indisvalid = true;
+	CatalogTupleUpdate(pg_index, &tup->t_self, tup);
+	heap_freetuple(tup);
+	table_close(pg_index, RowExclusiveLock);
+	/* plans of the table may now use the index, as after CIC */
+	CacheInvalidateRelcacheByRelid(tableoid);
+}
+
+/* Step 5: the partitioned indexes become valid, children first. */
+static void
+validate_tree(ConcurrentBuild *b)
+{
+	PushActiveSnapshot(GetTransactionSnapshot());
+	require_valid_leaves(b);
+	for (int i = b->nparts - 1; i >= 0; i--)
+	{
+		if (b->parts[i].partitioned && !get_index_isvalid(b->parts[i].index))
+			set_valid(b->parts[i].index, b->parts[i].table);
+	}
+	CommandCounterIncrement();
+	PopActiveSnapshot();
+}
+
+/* Steps 2 to 5, after step 1 has committed. */
+static void
+complete_tree(ConcurrentBuild *b, MemoryContext cxt)
+{
+	build_leaves(b, cxt);
+
+	PushActiveSnapshot(GetTransactionSnapshot());
+	require_valid_leaves(b);
+	PopActiveSnapshot();
+	wait_for_writers(b);
+
+	PushActiveSnapshot(GetTransactionSnapshot());
+	progress_report(b, PROGRESS_CREATEIDX_PHASE_BUILD);
+	gunique_check_tree_concurrently(b->top);
+	next_transaction();
+
+	validate_tree(b);
+	next_transaction();
+
+	for (int i = 0; i < b->nparts; i++)
+	{
+		LockRelId	relid = {b->parts[i].table, MyDatabaseId};
+
+		UnlockRelationIdForSession(&relid, ShareUpdateExclusiveLock);
+	}
+	pgstat_progress_end_command();
+}
+
+/*
+ * An error once step 1 has committed leaves the top invalid: say what to do
+ * with it, unless the error already does.  The session locks go with the
+ * transaction's abort.
+ */
+static void
+rethrow_with_hint(MemoryContext cxt, const char *topname)
+{
+	ErrorData  *edata;
+
+	MemoryContextSwitchTo(cxt);
+	edata = CopyErrorData();
+	if (edata->hint == NULL)
+		edata->hint = psprintf("Index \"%s\" is left invalid: REINDEX INDEX CONCURRENTLY finishes it, DROP INDEX drops it.",
+							   topname);
+	FlushErrorState();
+	ReThrowError(edata);
+}
+
+/*
+ * Complete the gunique tree under "topindex", an invalid partitioned index,
+ * without locking its writers out: see the top of the file.  Runs as a
+ * top-level statement (the caller has refused a transaction block) and
+ * returns in a new transaction, as CREATE INDEX CONCURRENTLY does.
+ */
+void
+gunique_concurrent_complete(Oid topindex, bool reindex)
+{
+	MemoryContext cxt = AllocSetContextCreate(PortalContext,
+											  "gunique concurrent build",
+											  ALLOCSET_SMALL_SIZES);
+	MemoryContext oldcxt = MemoryContextSwitchTo(cxt);
+	ConcurrentBuild *b = palloc0(sizeof(ConcurrentBuild));
+	char	   *topname = get_rel_name(topindex);
+
+	b->top = topindex;
+	b->reindex = reindex;
+	if (!ActiveSnapshotSet())
+		PushActiveSnapshot(GetTransactionSnapshot());
+	plan_build(b, cxt);
+	MemoryContextSwitchTo(oldcxt);
+	next_transaction();
+
+	PG_TRY();
+	{
+		complete_tree(b, cxt);
+	}
+	PG_CATCH();
+	{
+		rethrow_with_hint(cxt, topname);
+	}
+	PG_END_TRY();
+	MemoryContextDelete(cxt);
+}

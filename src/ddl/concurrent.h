@@ -1,0 +1,15 @@
+/*-------------------------------------------------------------------------
+ *
+ * concurrent.h
+ *	  Building a gunique tree without stopping its writers: CREATE UNIQUE
+ *	  INDEX CONCURRENTLY on a partitioned table, and REINDEX INDEX
+ *	  CONCURRENTLY finishing an invalid tree.
+ *
+ *-------------------------------------------------------------------------
+ */
+#ifndef GUNIQUE_CONCURRENT_H
+#define GUNIQUE_CONCURRENT_H
+
+extern void gunique_concurrent_complete(Oid topindex, bool reindex);
+
+#endif							/* GUNIQUE_CONCURRENT_H */

@@ -711,6 +711,42 @@ lock_validation_path(AlterTableStmt *stmt, PartitionCmd *cmd)
 	}
 }
 
+/*
+ * An ALTER INDEX ... ATTACH PARTITION that completes a gunique tree merges
+ * it with every leaf's table in ShareLock.  PostgreSQL first locks the
+ * attached index in AccessExclusiveLock: a writer already holding its
+ * partition would then wait for the index while the merge waited for the
+ * partition.  So take the partitions' ShareLock first, as an insert takes
+ * a partition before its indexes; after the validation path, which locks
+ * the tables above top down.  Only for the index's owner, as there.
+ */
+static void
+lock_completed_tree(AlterTableStmt *stmt, PartitionCmd *cmd)
+{
+	Oid			parent = RangeVarGetRelid(stmt->relation, NoLock, true);
+	Oid			child = RangeVarGetRelid(cmd->name, NoLock, true);
+	Oid			table;
+	List	   *tables;
+	ListCell   *lc;
+
+	if (!OidIsValid(parent) || !OidIsValid(child) ||
+		get_rel_relkind(parent) != RELKIND_PARTITIONED_INDEX ||
+		!gunique_is_gunique_index(parent) ||
+		!gunique_relation_owned(parent) ||
+		!gunique_attach_completes_top(parent, child))
+		return;
+	table = IndexGetRelation(gunique_tree_top(parent), true);
+	if (!OidIsValid(table))
+		return;
+	tables = find_all_inheritors(table, NoLock, NULL);
+	foreach(lc, tables)
+	{
+		if (get_rel_relkind(lfirst_oid(lc)) != RELKIND_PARTITIONED_TABLE)
+			LockRelationOid(lfirst_oid(lc), ShareLock);
+	}
+	list_free(tables);
+}
+
 /* ALTER INDEX parent ATTACH PARTITION child */
 static void
 attach_index(UtilityCall *call, AlterTableStmt *stmt, PartitionCmd *cmd)
@@ -720,6 +756,7 @@ attach_index(UtilityCall *call, AlterTableStmt *stmt, PartitionCmd *cmd)
 	bool		was_valid;
 
 	lock_validation_path(stmt, cmd);
+	lock_completed_tree(stmt, cmd);
 	parent = RangeVarGetRelid(stmt->relation, NoLock, true);
 	if (!OidIsValid(parent) || !gunique_is_gunique_index(parent))
 	{

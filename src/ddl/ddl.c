@@ -59,6 +59,7 @@
 #include "catalog/index.h"
 #include "catalog/namespace.h"
 #include "catalog/objectaccess.h"
+#include "catalog/partition.h"
 #include "catalog/pg_class.h"
 #include "catalog/pg_database.h"
 #include "catalog/pg_index.h"
@@ -609,14 +610,20 @@ attach_table(UtilityCall *call, AlterTableStmt *stmt, PartitionCmd *cmd)
 	}
 
 	/*
-	 * The check locks every leaf's writers out (ShareLock): do it before
-	 * PostgreSQL locks a default partition (AccessExclusiveLock), which an
-	 * insert into another partition that holds its own and probes may wait
-	 * for: taken after, the check would wait for that insert, and the
-	 * insert for it (src/README, "Lock order").
+	 * The check locks every leaf's writers out (ShareLock).  With a default
+	 * partition, do it before PostgreSQL locks that (AccessExclusiveLock):
+	 * an insert into another partition that holds its own and probes may
+	 * wait for it, and taken after, the check would wait for that insert,
+	 * and the insert for it (src/README, "Lock order").  Without one, the
+	 * check locks them after PostgreSQL's part of the ATTACH (the scan of
+	 * the partition's rows for its bound, the build of its missing index),
+	 * which then keeps no writer out.
 	 */
-	foreach(lc, valid_tops)
-		gunique_check_tree_lock(lfirst_oid(lc));
+	if (OidIsValid(get_default_partition_oid(parent)))
+	{
+		foreach(lc, valid_tops)
+			gunique_check_tree_lock(lfirst_oid(lc));
+	}
 
 	/* ATExecAttachPartition locks the table being attached this way. */
 	child = RangeVarGetRelid(cmd->name, AccessExclusiveLock, true);

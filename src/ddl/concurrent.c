@@ -210,10 +210,10 @@ plan_build(ConcurrentBuild *b, MemoryContext cxt)
 			b->nleaves++;
 		else if (!OidIsValid(part->index))
 		{
+			IndexStmt  *stmt = part_statement(part, parentindex);
 			ObjectAddress address;
 
-			address = gunique_define_partition_index(part->table,
-													 part_statement(part, parentindex),
+			address = gunique_define_partition_index(part->table, stmt,
 													 parentindex);
 			part->index = address.objectId;
 			CommandCounterIncrement();

@@ -590,6 +590,7 @@ attach_table(UtilityCall *call, AlterTableStmt *stmt, PartitionCmd *cmd)
 	Oid			child;
 	List	   *tops;
 	List	   *valid_tops = NIL;
+	bool		locked_before;
 	ListCell   *lc;
 
 	if (!OidIsValid(parent) || (tops = gunique_tops_of_table(parent)) == NIL)
@@ -619,7 +620,8 @@ attach_table(UtilityCall *call, AlterTableStmt *stmt, PartitionCmd *cmd)
 	 * the partition's rows for its bound, the build of its missing index),
 	 * which then keeps no writer out.
 	 */
-	if (OidIsValid(get_default_partition_oid(parent)))
+	locked_before = OidIsValid(get_default_partition_oid(parent));
+	if (locked_before)
 	{
 		foreach(lc, valid_tops)
 			gunique_check_tree_lock(lfirst_oid(lc));
@@ -646,8 +648,16 @@ attach_table(UtilityCall *call, AlterTableStmt *stmt, PartitionCmd *cmd)
 	{
 		Oid			top = lfirst_oid(lc);
 
-		finish_tree(top, child,
-					list_member_oid(valid_tops, top) ? child : InvalidOid);
+		if (!list_member_oid(valid_tops, top))
+			finish_tree(top, child, InvalidOid);
+		else if (locked_before)
+			finish_tree(top, child, child);
+		else
+		{
+			/* writers are let in but for the end (merge.c) */
+			gunique_tree_set_unique(top, true);
+			gunique_check_attached(top, child);
+		}
 	}
 }
 

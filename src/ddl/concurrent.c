@@ -87,6 +87,29 @@ next_transaction(void)
 	StartTransactionCommand();
 }
 
+/*
+ * Lock a partitioned table in ShareLock for the transaction that makes its
+ * member of the tree, as DefineIndex does, but first wait for the writers
+ * holding it without queueing before them, as CREATE INDEX CONCURRENTLY
+ * waits: a writer's transaction that runs long then holds up the build, not
+ * the other writers.  Writers that began meanwhile are waited for the same
+ * way, twice more; after that the lock is queued for, behind them only.
+ */
+void
+gunique_concurrent_share_lock(Oid relid)
+{
+	LOCKTAG		tag;
+
+	SET_LOCKTAG_RELATION(tag, MyDatabaseId, relid);
+	for (int i = 0; i < 3; i++)
+	{
+		if (ConditionalLockRelationOid(relid, ShareLock))
+			return;
+		WaitForLockers(tag, ShareLock, false);
+	}
+	LockRelationOid(relid, ShareLock);
+}
+
 /* Show the build in pg_stat_progress_create_index, on the top's table. */
 static void
 progress_report(ConcurrentBuild *b, int64 phase)
@@ -213,6 +236,7 @@ plan_build(ConcurrentBuild *b, MemoryContext cxt)
 			IndexStmt  *stmt = part_statement(part, parentindex);
 			ObjectAddress address;
 
+			gunique_concurrent_share_lock(part->table);
 			address = gunique_define_partition_index(part->table, stmt,
 													 parentindex);
 			part->index = address.objectId;

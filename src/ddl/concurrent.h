@@ -11,5 +11,6 @@
 #define GUNIQUE_CONCURRENT_H
 
 extern void gunique_concurrent_complete(Oid topindex, bool reindex);
+extern void gunique_concurrent_share_lock(Oid relid);
 
 #endif							/* GUNIQUE_CONCURRENT_H */

@@ -413,6 +413,7 @@ prepare_concurrent(UtilityCall *call, IndexStmt *stmt, Oid tableoid)
 	if (get_rel_persistence(tableoid) == RELPERSISTENCE_TEMP)
 		return false;
 	stmt->relation->inh = false;
+	gunique_concurrent_share_lock(tableoid);
 	return true;
 }
 

@@ -10,7 +10,10 @@
 #ifndef GUNIQUE_CONCURRENT_H
 #define GUNIQUE_CONCURRENT_H
 
+#include "nodes/pg_list.h"
+
 extern void gunique_concurrent_complete(Oid topindex, bool reindex);
 extern void gunique_concurrent_share_lock(Oid relid);
+extern List *gunique_concurrent_lock_tables(Oid table);
 
 #endif							/* GUNIQUE_CONCURRENT_H */

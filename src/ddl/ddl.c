@@ -413,6 +413,7 @@ prepare_concurrent(UtilityCall *call, IndexStmt *stmt, Oid tableoid)
 	if (get_rel_persistence(tableoid) == RELPERSISTENCE_TEMP)
 		return false;
 	stmt->relation->inh = false;
+	list_free(gunique_concurrent_lock_tables(tableoid));
 	gunique_concurrent_share_lock(tableoid);
 	return true;
 }
@@ -601,12 +602,19 @@ attach_table(UtilityCall *call, AlterTableStmt *stmt, PartitionCmd *cmd)
 	}
 
 	/*
+	 * One tree-changing ATTACH at a time per tree: two into different
+	 * partitioned tables of one tree would each check its keys without the
+	 * other's.  ShareUpdateExclusiveLock on the top conflicts with itself
+	 * only (and CREATE INDEX CONCURRENTLY's session lock), not with
+	 * inserters.
+	 *
 	 * A tree that was valid before held unique keys: only the attached rows
 	 * need checking against it (merge.c).  One that becomes valid now is
 	 * checked whole.
 	 */
 	foreach(lc, tops)
 	{
+		LockRelationOid(lfirst_oid(lc), ShareUpdateExclusiveLock);
 		if (gunique_index_is_valid(lfirst_oid(lc)))
 			valid_tops = lappend_oid(valid_tops, lfirst_oid(lc));
 	}
@@ -753,6 +761,8 @@ lock_completed_tree(AlterTableStmt *stmt, PartitionCmd *cmd)
 		!gunique_relation_owned(parent) ||
 		!gunique_attach_completes_top(parent, child))
 		return;
+	/* one tree-changing ATTACH at a time per tree, as attach_table */
+	LockRelationOid(gunique_tree_top(parent), ShareUpdateExclusiveLock);
 	table = IndexGetRelation(gunique_tree_top(parent), true);
 	if (!OidIsValid(table))
 		return;

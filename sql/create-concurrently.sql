@@ -262,6 +262,28 @@ INSERT INTO empty VALUES (12, 1);
 INSERT INTO empty VALUES (2, 2);
 SELECT * FROM gunique_verify('empty_b');
 
+-- Three levels, default partitions, a partitioned partition without
+-- partitions: every partitioned table's index is made in the first step,
+-- every leaf's after.
+CREATE TABLE m (a int, b int) PARTITION BY RANGE (a);
+CREATE TABLE m1 PARTITION OF m FOR VALUES FROM (0) TO (100) PARTITION BY RANGE (a);
+CREATE TABLE m11 PARTITION OF m1 FOR VALUES FROM (0) TO (50) PARTITION BY LIST (b);
+CREATE TABLE m111 PARTITION OF m11 FOR VALUES IN (1, 2, 3);
+CREATE TABLE m112 PARTITION OF m11 DEFAULT;
+CREATE TABLE m12 PARTITION OF m1 FOR VALUES FROM (50) TO (100);
+CREATE TABLE m2 PARTITION OF m FOR VALUES FROM (100) TO (200) PARTITION BY RANGE (a);
+CREATE TABLE m3 PARTITION OF m DEFAULT;
+INSERT INTO m VALUES (1, 1), (2, 10), (60, 20), (300, 30);
+CREATE UNIQUE INDEX CONCURRENTLY m_b ON m USING gunique (b);
+SELECT * FROM members WHERE "table" LIKE 'm%' ORDER BY index;
+SELECT * FROM gunique_verify('m_b');
+INSERT INTO m VALUES (70, 10);
+INSERT INTO m VALUES (500, 20);
+CREATE TABLE m21 PARTITION OF m2 FOR VALUES FROM (100) TO (200);
+INSERT INTO m VALUES (150, 1);
+INSERT INTO m VALUES (150, 40);
+SELECT * FROM gunique_verify('m_b');
+
 -- ev, built concurrently, gains a partition: its leaf is made and checked,
 -- and an attached table with a key held elsewhere is refused.
 CREATE TABLE ev4 PARTITION OF ev FOR VALUES FROM (300) TO (400);

@@ -300,4 +300,27 @@ ALTER TABLE ev ATTACH PARTITION ev5 FOR VALUES FROM (400) TO (500);
 SELECT * FROM members WHERE "table" IN ('ev4', 'ev5') ORDER BY index;
 SELECT * FROM gunique_verify('ev_id');
 
+-- A valid index of many leaves, with its group filter, is attached under a
+-- top made ON ONLY; then a table is attached below it, with a key its
+-- filter lacks.  REINDEX INDEX CONCURRENTLY finishes the top: the group
+-- filters of its members are forgotten first, so a key held by the
+-- attached table is found.
+CREATE TABLE gf (id int, r int, ts int) PARTITION BY LIST (r);
+CREATE TABLE gf1 PARTITION OF gf FOR VALUES IN (1) PARTITION BY RANGE (ts);
+DO $$ BEGIN FOR i IN 0..19 LOOP EXECUTE format('CREATE TABLE gf1_%s PARTITION OF gf1 FOR VALUES FROM (%s) TO (%s)', i, i * 100, i * 100 + 100); END LOOP; END $$;
+CREATE TABLE gf2 PARTITION OF gf FOR VALUES IN (2);
+INSERT INTO gf SELECT g, 1, g % 2000 FROM generate_series(1, 40000) g;
+CREATE UNIQUE INDEX gf1_g ON gf1 USING gunique (id, r);
+SELECT gunique_build_filters('gf1_g', true) > 0 AS built;
+CREATE UNIQUE INDEX gf_top ON ONLY gf USING gunique (id, r);
+ALTER INDEX gf_top ATTACH PARTITION gf1_g;
+CREATE TABLE gfx (id int, r int, ts int);
+INSERT INTO gfx VALUES (100001, 1, 2050);
+ALTER TABLE gf1 ATTACH PARTITION gfx FOR VALUES FROM (2000) TO (2100);
+REINDEX INDEX CONCURRENTLY gf_top;
+SELECT c.relname, i.indisvalid FROM pg_index i JOIN pg_class c ON c.oid = i.indexrelid
+ WHERE c.relname IN ('gf_top', 'gf1_g') ORDER BY 1;
+INSERT INTO gf VALUES (100001, 1, 5);
+SELECT tableoid::regclass, * FROM gf WHERE id = 100001;
+
 DROP SCHEMA gcc CASCADE;

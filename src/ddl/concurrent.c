@@ -494,8 +494,8 @@ complete_tree(ConcurrentBuild *b, MemoryContext cxt)
  * with it, unless the error already does.  The session locks go with the
  * transaction's abort.
  */
-static void
-rethrow_with_hint(MemoryContext cxt, const char *topname)
+void
+gunique_concurrent_rethrow(MemoryContext cxt, const char *topname)
 {
 	ErrorData  *edata;
 
@@ -538,7 +538,7 @@ gunique_concurrent_complete(Oid topindex, bool reindex)
 	}
 	PG_CATCH();
 	{
-		rethrow_with_hint(cxt, topname);
+		gunique_concurrent_rethrow(cxt, topname);
 	}
 	PG_END_TRY();
 	MemoryContextDelete(cxt);

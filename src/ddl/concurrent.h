@@ -15,5 +15,7 @@
 extern void gunique_concurrent_complete(Oid topindex, bool reindex);
 extern void gunique_concurrent_share_lock(Oid relid);
 extern List *gunique_concurrent_lock_tables(Oid table);
+extern void gunique_concurrent_rethrow(MemoryContext cxt,
+									   const char *topname);
 
 #endif							/* GUNIQUE_CONCURRENT_H */

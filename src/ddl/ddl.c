@@ -485,7 +485,9 @@ static void
 reindex(UtilityCall *call)
 {
 	ReindexStmt *stmt = (ReindexStmt *) call->pstmt->utilityStmt;
+	MemoryContext oldcxt = CurrentMemoryContext;
 	Oid			index = InvalidOid;
+	char	   *topname;
 
 	if (stmt->kind == REINDEX_OBJECT_INDEX && reindex_concurrently(stmt))
 		index = RangeVarGetRelid(stmt->relation, NoLock, true);
@@ -498,7 +500,17 @@ reindex(UtilityCall *call)
 		call_standard(call, false);
 		return;
 	}
-	call_standard(call, false);
+	/* PostgreSQL's rebuild of the leaves failing leaves the top invalid */
+	topname = get_rel_name(index);
+	PG_TRY();
+	{
+		call_standard(call, false);
+	}
+	PG_CATCH();
+	{
+		gunique_concurrent_rethrow(oldcxt, topname);
+	}
+	PG_END_TRY();
 	gunique_concurrent_complete(index, true);
 }
 

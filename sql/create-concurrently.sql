@@ -323,4 +323,13 @@ SELECT c.relname, i.indisvalid FROM pg_index i JOIN pg_class c ON c.oid = i.inde
 INSERT INTO gf VALUES (100001, 1, 5);
 SELECT tableoid::regclass, * FROM gf WHERE id = 100001;
 
+-- REINDEX of a valid tree, INDEX or TABLE, CONCURRENTLY: it stays valid,
+-- and a key held by another partition is still refused.
+REINDEX INDEX CONCURRENTLY gf_top;
+REINDEX TABLE CONCURRENTLY gf;
+SELECT c.relname, i.indisvalid FROM pg_index i JOIN pg_class c ON c.oid = i.indexrelid
+ WHERE c.relname IN ('gf_top', 'gf1_g') ORDER BY 1;
+INSERT INTO gf VALUES (100001, 1, 7);
+SELECT * FROM gunique_verify('gf_top');
+
 DROP SCHEMA gcc CASCADE;

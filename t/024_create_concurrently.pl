@@ -288,6 +288,12 @@ sub builder_pid
 		q{SELECT pid FROM pg_stat_activity WHERE application_name = 'builder'});
 }
 
+sub cancel_builder
+{
+	$node->safe_psql('postgres',
+		q{SELECT pg_cancel_backend(pid) FROM pg_stat_activity WHERE application_name = 'builder'});
+}
+
 my $progress_sql = q{
 SELECT p.command, p.phase, p.index_relid::regclass, p.partitions_done,
 	   a.wait_event_type, a.wait_event
@@ -520,7 +526,7 @@ for my $phase (qw(leaf snapshots step3 merge))
 		my $label = "cancel at $phase, then $retry";
 		reset_table($phase);
 		my $hold = run_to($label, $phase, $create);
-		$node->safe_psql('postgres', 'SELECT pg_cancel_backend(' . builder_pid() . ')');
+		cancel_builder();
 		my ($out, $err) = builder_finish();
 		like($err, qr/ERROR:\s+57014: canceling statement due to user request/,
 			"$label: the build is cancelled");
@@ -573,7 +579,15 @@ for my $phase (qw(leaf snapshots step3 merge))
 	else
 	{
 		my $log_offset = -s $node->logfile;
-		kill 'KILL', builder_pid();
+		my $pid = builder_pid();
+		if ($pid !~ /^[1-9][0-9]*$/)
+		{
+			fail("$label: the building session is there to kill");
+			builder_finish();
+			release_hold($hold, 'ROLLBACK');
+			next;
+		}
+		kill 'KILL', $pid;
 		$node->wait_for_log(qr/all server processes terminated; reinitializing/,
 			$log_offset);
 		$node->wait_for_log(qr/database system is ready to accept connections/,
@@ -606,7 +620,7 @@ SELECT p.command FROM pg_stat_progress_create_index p
 JOIN pg_stat_activity a USING (pid) WHERE a.application_name = 'builder'}),
 		'REINDEX CONCURRENTLY',
 		"$label: reported as REINDEX CONCURRENTLY");
-	$node->safe_psql('postgres', 'SELECT pg_cancel_backend(' . builder_pid() . ')');
+	cancel_builder();
 	my ($out, $err) = builder_finish();
 	like($err, qr/ERROR:\s+57014: canceling statement due to user request/,
 		"$label: the REINDEX is cancelled");
@@ -686,6 +700,95 @@ WHERE a.application_name = 'builder' AND NOT l.granted
 	check_writable($label);
 	$node->safe_psql('postgres', "DELETE FROM ct_1 WHERE k = $dup");
 	$node->safe_psql('postgres', $reindex);
+	check_built($label);
+}
+
+###########################################################################
+# The wait for writers on the top (step 3): a transaction that began
+# writing to a partition before the last leaf was ready may insert a key
+# that leaf holds without probing it.  The build must wait for it, and the
+# check then finds the duplicate; or the insert is refused.  Never both go
+# through with the tree valid.
+###########################################################################
+
+# An interactive psql session: query() sends a statement and waits for it.
+sub isession
+{
+	my ($name) = @_;
+	my %s = (name => $name, in => '', out => '', err => '');
+	local $ENV{PGAPPNAME} = $name;
+	$s{timer} = IPC::Run::timeout($PostgreSQL::Test::Utils::timeout_default);
+	$s{h} = IPC::Run::start(
+		[
+			'psql', '-X', '-A', '-t', '-q', '-v', 'VERBOSITY=verbose',
+			'-h', $node->host, '-p', $node->port, '-d', 'postgres'
+		],
+		'<', \$s{in}, '>', \$s{out}, '2>', \$s{err}, $s{timer});
+	return \%s;
+}
+
+sub iquery
+{
+	my ($s, $sql) = @_;
+	$s->{out} = '';
+	$s->{err} = '';
+	$s->{in} .= "$sql\n\\echo __done__\n\\warn __done__\n";
+	$s->{timer}->start($PostgreSQL::Test::Utils::timeout_default);
+	$s->{h}->pump
+	  until $s->{out} =~ /__done__/ && $s->{err} =~ /__done__/;
+	return ($s->{out} =~ s/__done__\s*//r =~ s/\s+$//r,
+		$s->{err} =~ s/__done__\s*//r =~ s/\s+$//r);
+}
+
+sub iquit
+{
+	my ($s) = @_;
+	$s->{in} .= "\\q\n";
+	$s->{h}->finish;
+}
+
+{
+	my $label = 'writer older than the last leaf';
+	my $key = -200000;
+	reset_table('none');
+	prepare_hold('h_leaf',
+		"INSERT INTO ct_3b VALUES ($p_of{ct_3b}, nextval('kseq'))");
+	builder_start($create);
+	wait_build("$label: the build of ct_3b's leaf waits for its writer",
+		$phase_cond{leaf}[0]);
+	# ct_0's leaf is valid, ct_3b's not ready: the writer does not probe it
+	my $old = isession('old_writer');
+	my ($o, $e) = iquery($old,
+		"BEGIN; INSERT INTO ct_0 VALUES ($p_of{ct_0}, nextval('kseq'));");
+	is($e, '', "$label: a writer of ct_0 begins while ct_3b's leaf is built");
+	end_prepared('h_leaf', 'COMMIT');
+	wait_build("$label: the wait for writers on the top waits for it",
+		$phase_cond{step3}[0]);
+	$node->safe_psql('postgres', "INSERT INTO ct_3b VALUES ($p_of{ct_3b}, $key)");
+	($o, $e) = iquery($old, "INSERT INTO ct_0 VALUES ($p_of{ct_0}, $key);");
+	note "$label: the old writer's insert of the key ct_3b holds: "
+	  . ($e eq '' ? 'done' : $e);
+	my $inserted = $e eq '';
+	iquery($old, 'COMMIT;');
+	iquit($old);
+	my ($out, $err) = builder_finish();
+	if ($inserted)
+	{
+		like($err,
+			qr/23505: could not create unique index "ct_k".*\n.*DETAIL:\s+Key \(k\)=\($key\) is duplicated in partitions "ct_0" and "ct_3b"/,
+			"$label: its insert went in, and the build fails on it");
+		check_invalid($label);
+	}
+	else
+	{
+		like($e, qr/23505/, "$label: its insert is refused");
+		is($err, '', "$label: the build succeeds");
+	}
+	is( $node->safe_psql('postgres',
+			"SELECT count(*) FROM ct WHERE k = $key") > 1 ? top_valid() : 'f',
+		'f', "$label: no valid tree with the key twice");
+	$node->safe_psql('postgres', "DELETE FROM ct_0 WHERE k = $key");
+	$node->safe_psql('postgres', $reindex) if top_valid() eq 'f';
 	check_built($label);
 }
 
@@ -870,15 +973,30 @@ WHERE state = '23505' AND NOT EXISTS (SELECT FROM ct WHERE k = o.x)}),
 }
 
 {
+	# The build held while the writers run: at the wait for writers on the
+	# top, then in the check at the duplicate ($dup sorts first), which then
+	# reads on through pages the writers are changing.
 	my $label = 'writers, colliding inserts once every leaf is valid';
-	reset_table('none');
+	my $colliding = q{op = 'collide' AND state <> 'gated'};
+	reset_table('merge');
 	my $writers = writers_start(1);
 	wait_attempts("$label: the writers run", 300);
-	builder_start($create);
+	my $hold = run_to(
+		$label, 'merge', $create, 0,
+		sub {
+			wait_attempts(
+				"$label: colliding inserts run while the build waits for writers on the top",
+				50, $colliding);
+		});
+	wait_check_on("$label: the check waits for the deleter of the duplicate",
+		'h_merge');
+	wait_attempts("$label: colliding inserts run while the check waits",
+		50, $colliding);
+	wait_attempts("$label: the other writers run while the check waits",
+		100, q{op <> 'collide'});
+	release_hold($hold, 'COMMIT');
 	my ($out, $err) = builder_finish();
 	is($err, '', "$label: the build succeeds");
-	cmp_ok(noutcomes(q{op = 'collide' AND state <> 'gated'}), '>', 0,
-		"$label: colliding inserts ran during the build");
 	wait_attempts("$label: the writers run after the build", 300);
 	wait_attempts("$label: colliding inserts run after the build",
 		100, q{op = 'collide'});

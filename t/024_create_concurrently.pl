@@ -23,12 +23,23 @@
 # INVALID, the error's HINT says REINDEX INDEX CONCURRENTLY finishes it, the
 # session keeps no lock and no progress report, the table takes inserts,
 # and the build is finished by REINDEX INDEX CONCURRENTLY of the top (the
-# first time) or by DROP INDEX and a new CREATE UNIQUE INDEX CONCURRENTLY
-# (the second).  At each phase the server is also crashed (the building
-# backend killed, or an immediate stop): after the restart the top is
-# INVALID, the table takes inserts, and REINDEX INDEX CONCURRENTLY finishes
-# the tree.  A finished tree is valid in every member, holds no duplicate
-# (a GROUP BY over the table and gunique_verify), and refuses one.
+# first time; at the merge, first refused while the duplicate is there) or
+# by DROP INDEX and a new CREATE UNIQUE INDEX CONCURRENTLY (the second).
+# At each phase the server is also crashed (the building backend killed,
+# or an immediate stop): after the restart the top is INVALID, the table
+# takes inserts, and REINDEX INDEX CONCURRENTLY finishes the tree.  REINDEX
+# INDEX CONCURRENTLY of a top made ON ONLY is cancelled at its own phases
+# too.  A finished tree is valid in every member, holds no duplicate (a
+# GROUP BY over the table and gunique_verify), and refuses one.
+#
+# The check across partitions, held at the duplicated key (which sorts
+# first): it then meets a row moved to another partition and a key deleted
+# and inserted elsewhere by transactions still in progress, waits for each,
+# and judges the rows by how they end (no false duplicate); when the
+# deleter of the duplicate rolls back, the build fails on it.  A
+# transaction that wrote to a partition while the last leaf was being built
+# then inserts a key that leaf holds: it is refused, or the build fails on
+# it; never a valid tree with the key twice.
 #
 # pg_stat_progress_create_index is sampled from another session through a
 # whole build: the partitioned table as relid, 9 partitions in all, the
@@ -40,13 +51,19 @@
 # elsewhere in one transaction, keys changed, and inserts of keys that other
 # partitions hold (or that other colliding writers insert).  With the
 # colliding inserts held back until every leaf is valid (before, nothing
-# would refuse them), the build must succeed and hold no duplicate, and a
-# streaming standby must see the tree valid.  With colliding inserts from
-# the start, the build may fail with a unique violation (then the top is
-# INVALID and a duplicate is really in the table) or succeed without one;
-# the duplicates removed, REINDEX INDEX CONCURRENTLY finishes the tree with
-# the writers still running.  In both, a writer fails only with a unique
-# violation, and only when it inserts a key that another row holds.
+# would refuse them), the build is held at the wait for writers on the top
+# and in the check while they all run, and must then succeed and hold no
+# duplicate; a streaming standby sees the tree valid.  With colliding
+# inserts from the start (each a key another partition holds), the build
+# may fail with a unique violation (then the top is INVALID and a duplicate
+# is really in the table) or succeed without one; the duplicates removed,
+# REINDEX INDEX CONCURRENTLY finishes the tree with the writers still
+# running.  In both, a writer fails only with a unique violation, and only
+# when it inserts a key that another row holds.
+#
+# Holds are prepared transactions (max_prepared_transactions), which keep
+# their locks and their rows' xid, hold no snapshot, and outlive a crash;
+# every wait is polled, none slept.
 
 use strict;
 use warnings;

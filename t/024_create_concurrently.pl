@@ -63,7 +63,8 @@
 #
 # Holds are prepared transactions (max_prepared_transactions), which keep
 # their locks and their rows' xid, hold no snapshot, and outlive a crash;
-# every wait is polled, none slept.
+# the old snapshot is a session's, sleeping.  Every wait is polled, none
+# slept.
 
 use strict;
 use warnings;

@@ -351,7 +351,10 @@ group_light_shared(ProbeStatement *stmt, Oid group, uint64 generation)
  * (src/README, "Locating a key"): each index before its table, as the
  * scope cache locks a light group's.  Not under a key lock.  Locking may
  * process invalidations: the caller gets its group again before it
- * probes.
+ * probes.  Once locking has flushed the scope, nothing more is opened: a
+ * leaf of the old scope may be gone (REINDEX CONCURRENTLY drops the index
+ * it replaced after waiting only for its table's lockers, which this
+ * statement was not when the wait began).
  */
 void
 gunique_probegroup_light_open(ProbeGroup *pg, uint64 tags, uint64 subs)
@@ -359,6 +362,7 @@ gunique_probegroup_light_open(ProbeGroup *pg, uint64 tags, uint64 subs)
 	LightLeaves *ll = pg->ll;
 	int		   *wanted = ll->loc->wanted;
 	int			n = gunique_locate_tagged(ll->loc, tags, subs, wanted);
+	uint64		generation = gunique_scope_generation();
 
 	for (int w = 0; w < n; w++)
 	{
@@ -371,6 +375,8 @@ gunique_probegroup_light_open(ProbeGroup *pg, uint64 tags, uint64 subs)
 			continue;			/* open, or nbtree's to check */
 		LockRelationOid(leaf->indexoid, AccessShareLock);
 		LockRelationOid(leaf->heapoid, AccessShareLock);
+		if (generation != gunique_scope_generation())
+			return;
 		gunique_probescan_enter(pg->stmt, &cxt);
 		ps = gunique_probescan_get(pg->stmt, leaf->heapoid, leaf->indexoid);
 		gunique_probescan_leave(&cxt);

@@ -20,6 +20,11 @@
 # key; a second unique index that upserts collide with plain transactions
 # on (PostgreSQL 18); and checks that a clean restart loads the filters
 # saved at the shutdown, and of what it loaded.
+# Added for issue 42 (GUNIQUE_STATEFUL_CONCURRENT=0 leaves them out): the
+# gunique index dropped and made again by CREATE UNIQUE INDEX
+# CONCURRENTLY, REINDEX INDEX CONCURRENTLY of it (valid, or left invalid by
+# a failed build, which finishes it), beside inserts and UPDATEs of keys
+# other partitions hold (see "Concurrent builds" below).
 # The sessions also look rows up by the key (lookups, see below), which
 # gunique plans as its own scan of the partitioned table.
 # On PostgreSQL 18 the sessions also run INSERT ... ON CONFLICT DO NOTHING
@@ -148,7 +153,9 @@
 # Every few steps all sessions end their transactions, and then:
 #   - no upsert lock is held (an advisory lock with field4 0x6775, which
 #     pg_locks shows as objsubid 26485);
-#   - gunique_verify() reports nothing and no key appears twice;
+#   - gunique_verify() reports nothing and no key appears twice (while t_k
+#     is valid: see "Concurrent builds"), and t_k is in the catalogs as the
+#     model has it;
 #   - the rows of every partition (attached or not) are the model's;
 #   - one lookup of every hot key (and a few more) and of two keys of each
 #     partition's share of every bulk finds exactly the model's rows; once
@@ -157,7 +164,8 @@
 #     with no Append, and EXPLAIN ANALYZE of a live key finds its row;
 #   - every live key is refused from another partition (from every other
 #     one with 4 partitions), in a subtransaction rolled back, and (18)
-#     skipped there by one upsert of them all, through a WITH query;
+#     skipped there by one upsert of them all, through a WITH query (while
+#     t_k is valid; refused also while it is invalid after a failed merge);
 #   - the server log holds no assertion failure, PANIC, internal error
 #     (XX000) or signal other than the test's own SIGKILL;
 # and the pgbench load saw no error but "no partition for the row" or a
@@ -250,6 +258,56 @@
 # the plain transaction's insert of the upsert's key goes in without
 # waiting for it.
 #
+# Concurrent builds (issue 42): DROP INDEX t_k, CREATE UNIQUE INDEX
+# CONCURRENTLY t_k ON t USING gunique (k) and REINDEX INDEX CONCURRENTLY
+# t_k, each in autocommit while no other DDL is about (build_scene).  A
+# build takes many transactions and waits for the other sessions': it is
+# left running, as other DDL that waits, and the sessions' steps go on
+# beside it (inserts and UPDATEs of keys other partitions hold are boosted,
+# and deletes of the rows that hold a key twice), until it ends (at the
+# latest when the checks end every transaction).  Before a build, half the
+# time the duplicates are deleted (it may then succeed), at times one is
+# made (it must fail); at times another session holds a REPEATABLE READ
+# snapshot, which each leaf's build waits for with that leaf ready and the
+# next ones not made; and a third session inserts keys held elsewhere
+# beside it, at times in a transaction that it leaves open, which inserts
+# more of them once the build has ended.  The model's rules (dup_verdict,
+# build_done):
+#   - t_k is valid, none (dropped), building, or invalid (a build failed);
+#     with t_k valid, every statement is judged as before;
+#   - none: a key held by another partition goes in (nothing checks it);
+#     the model keeps one row of a key per partition, so while t_k is not
+#     valid (or a DROP INDEX waits) no statement writes a key into a
+#     partition that holds it or may come to (slot_taken);
+#   - building: such a key may go in or fail with a unique violation (the
+#     leaves become ready one by one, and an insert probes the ready ones);
+#   - invalid after a build that failed in its merge: every leaf is built
+#     and ready (one held invalid), and every transaction's probe searches
+#     them all (the build waited for every writer that might not have
+#     probed every leaf; each statement locks its partition's indexes
+#     again, and so sees the leaves made ready before it):
+#     such a key is refused, and the checks insert every live key
+#     elsewhere, refused; after another failure (a leaf's build, a
+#     deadlock): either;
+#   - a statement sent in one state and judged in another: either (the
+#     checks see what it left);
+#   - a build that succeeds leaves t_k valid in the catalogs, no key twice
+#     in t (a GROUP BY ... HAVING count(*) > 1 query), gunique_verify
+#     silent, and in the model no key twice committed, nor in an open or
+#     prepared transaction's view with a row of its own (but where a
+#     statement still running may have changed it): from then on every
+#     statement is judged as with a valid t_k;
+#   - a build fails only with a unique violation (or a deadlock, once it
+#     waited) of a key that two rows held, committed or in a transaction's
+#     view, since it began, and t_k is then invalid (or gone, if CREATE
+#     INDEX failed before its first commit); a REINDEX of a valid t_k
+#     succeeds (or is a deadlock victim) and leaves it valid;
+#   - while t_k is not valid no other DDL, upsert, race or collide scene
+#     runs (ON CONFLICT needs a valid arbiter), and a crash is a SIGKILL
+#     (a clean restart may save no filter).
+# A round's summary counts the steps begun in each state, the builds by
+# outcome, and the inserts of keys held elsewhere by state and outcome.
+#
 # The run is reproducible from its seed, printed at the start: the PRNG
 # decides every step, and only what timing decides varies (how far the
 # pgbench load gets, and which of two deadlocked sessions is the victim).
@@ -272,6 +330,10 @@
 #                                 loaded filters): a seed makes the steps it
 #                                 made before them (default: 1; 0 with
 #                                 GUNIQUE_STATEFUL_LOOKUPS=0)
+#   GUNIQUE_STATEFUL_CONCURRENT=0  none of the concurrent builds of issue
+#                                 42: a seed makes the steps it made before
+#                                 them (default: 1; 0 with
+#                                 GUNIQUE_STATEFUL_MORE=0)
 #   GUNIQUE_STATEFUL_WEIGHTS=     the weights of these operations, by the
 #     name=n,...                  names in @ops (e.g. "flap scene=20,load=10")
 #   GUNIQUE_STATEFUL_TIMES=1      each round notes the time its steps took,
@@ -320,6 +382,16 @@
 # 165 on 17 and 15 on 18 (the scene's pgbench; timing decides, so not
 # every run); GUNIQUE_STATEFUL_WEIGHTS="flap scene=20,load=10"
 # GUNIQUE_STATEFUL_PARTITIONS=20 makes it likelier.
+# With the concurrent builds (issue 42), on the tree before the light
+# probes' fix of that issue (spec light-open-reindex), the pgbench load's
+# inserts failed with XX000 "could not open relation with OID ..." beside
+# REINDEX INDEX CONCURRENTLY of leaves and of t_k: a light probe locked a
+# leaf its group listed, which the REINDEX had dropped meanwhile, and
+# opened it (seed 7 on PostgreSQL 15, step 73 of the 80-partition round;
+# timing decides, so not every run).  With the merge check of a
+# concurrent build left out, seed 2 fails at step 13 of the first round
+# (a build over a duplicate succeeds); with the tree marked valid before
+# the merge, at step 12 (a build failing on a duplicate leaves it valid).
 #
 # The model, the sessions and the driver are modules, in t/lib:
 # GuniqueStatefulModel (what t must hold, and what a statement may do),
@@ -353,6 +425,10 @@ my $lookups = $ENV{GUNIQUE_STATEFUL_LOOKUPS} // 1;
 # COLUMN TYPE, a second unique index, the load's lookups, a check after a
 # restart that loaded filters)
 my $more = $lookups && ($ENV{GUNIQUE_STATEFUL_MORE} // 1);
+# the concurrent builds of t_k (DROP INDEX, CREATE INDEX CONCURRENTLY,
+# REINDEX INDEX CONCURRENTLY), and the inserts of keys held elsewhere beside
+# them
+my $conc = $more && ($ENV{GUNIQUE_STATEFUL_CONCURRENT} // 1);
 my @sizes = split /,/, ($ENV{GUNIQUE_STATEFUL_PARTITIONS} // '4,40,80');
 my $nsess = 3;
 note "seed $seed, $steps steps, $rounds rounds: reproduce with "
@@ -499,6 +575,15 @@ push @ops,
   [ 1, 'flap scene', \&op_flap_scene ]
   if $more;
 push @ops, [ 3, 'collide scene', \&op_collide_scene ] if $more && $pg18;
+# The concurrent builds (with GUNIQUE_STATEFUL_CONCURRENT=0 the steps are
+# those of before them)
+push @ops,
+  [ 1, 'drop index', \&op_drop_index ],
+  [ 0, 'create index concurrently', \&op_build_scene ],
+  [ 1, 'reindex index concurrently', \&op_reindex_scene ],
+  [ 1, 'insert colliding', \&op_insert_colliding ],
+  [ 0, 'dedup', \&op_dedup ]
+  if $conc;
 # weights set by GUNIQUE_STATEFUL_WEIGHTS (name=weight,...)
 for my $w (split /,/, $ENV{GUNIQUE_STATEFUL_WEIGHTS} // '')
 {
@@ -544,7 +629,26 @@ sub boost
 		  + (grep({ %{ $_->{trunc} } || $_->{ddl} } others($t)) ? 10 : 0),
 		'lookup race' => !$lookups || $t ? 0
 		  : (%prepared || grep({ $_ != $d && $_->{tx} && !$_->{pending} } @sess) ? 4 : 0)
-		  + (grep({ $_ != $d && $_->{tx} && !$_->{pending} && ($_->{tx}{ddl} || %{ $_->{tx}{trunc} }) } @sess) ? 8 : 0));
+		  + (grep({ $_ != $d && $_->{tx} && !$_->{pending} && ($_->{tx}{ddl} || %{ $_->{tx}{trunc} }) } @sess) ? 8 : 0),
+		# the concurrent builds: t_k made again soon after it is dropped,
+		# an invalid one finished (or dropped), and meanwhile keys held
+		# elsewhere inserted, and duplicates deleted
+		!$conc ? () : build_boost($d));
+}
+
+sub build_boost
+{
+	my ($d) = @_;
+	my $g = gidx_state();
+	my $about = $g ne 'valid' || $M{greindex};
+	return (
+		'create index concurrently' => $g eq 'none' ? 20 : 0,
+		'reindex index concurrently' => $g eq 'invalid' ? 15 : $M{load} ? 2 : 0,
+		'drop index' => $g eq 'invalid' ? 3 : 0,
+		'insert colliding' => ($about ? 10 : 0) + ($d->{tx} && $d->{tx}{beside_build} && $g eq 'valid' ? 15 : 0),
+		'dedup' => $g ne 'valid' && dup_keys($d->{tx}) ? 5 : 0,
+		# (which the steps with t_k not valid make rarer: DDL waits)
+		'alter column type' => $M{alter} ? 0 : 2);
 }
 
 #
@@ -642,7 +746,7 @@ sub op_race_scene
 {
 	my ($d) = @_;
 	return if grep { $_->{pending} || ($_->{tx} && ($_->{tx}{aborted} || $_->{tx}{rr})) } @sess;
-	return if other_ddl(undef);
+	return if other_ddl(undef) || gidx_state() ne 'valid';
 	return if race_free_keys() < 2;
 	return { play => \&race_scene };
 }
@@ -771,7 +875,7 @@ sub op_collide_scene
 	my ($d) = @_;
 	return unless $M{uidx};
 	return if grep { $_->{pending} || ($_->{tx} && ($_->{tx}{aborted} || $_->{tx}{rr})) } @sess;
-	return if other_ddl(undef) || scalar(attached_slots(undef)) < 2;
+	return if other_ddl(undef) || gidx_state() ne 'valid' || scalar(attached_slots(undef)) < 2;
 	return if grep { grep { is_ukey($_) } keys %{ $_->{where} } } (map { $_->{tx} // () } @sess), values %prepared;
 	return { play => \&collide_scene };
 }
@@ -1335,12 +1439,85 @@ sub flap_scene
 }
 
 #
+# Concurrent builds of t_k (see the header): a scene starts the build, or
+# the REINDEX, and leaves it running; the other sessions' steps go on
+# beside it, until it ends (at the latest when the checks end every
+# transaction).
+#
+sub op_build_scene
+{
+	my ($d) = @_;
+	return if gidx_state() ne 'none' || !gidx_ddl_ok($d);
+	return { play => sub { build_scene($_[0], 'create') } };
+}
+
+sub op_reindex_scene
+{
+	my ($d) = @_;
+	my $g = gidx_state();
+	return if ($g ne 'valid' && $g ne 'invalid') || !gidx_ddl_ok($d);
+	return { play => sub { build_scene($_[0], 'reindex') } };
+}
+
+# Session d builds t_k ($how: 'create' or 'reindex').  Before a build,
+# half the time the duplicates are deleted (it may then succeed), at times
+# one is made (it must then fail).  At times another session first takes
+# a REPEATABLE READ snapshot (a lookup), which each leaf's build waits for
+# with that leaf ready and the next ones not made: writers meanwhile meet
+# some leaves ready and others not.  While the build runs, a third session
+# inserts keys held elsewhere, at times in a transaction that it leaves
+# open, whose first insert is of a free key: the build then waits for it
+# only before its merge (or as it builds the leaf of a partition it wrote
+# to), and later steps of the transaction prefer inserts of keys held
+# elsewhere into the partitions it wrote to (boost: after the build, with
+# what the transaction knew of the tree as it began).
+sub build_scene
+{
+	my ($d, $how) = @_;
+	my $g = gidx_state();
+	trace("$d->{s}{name}: scene: " . ($how eq 'create' ? 'CREATE INDEX CONCURRENTLY' : 'REINDEX INDEX CONCURRENTLY') . " of t_k ($g)");
+	if ($g ne 'valid')
+	{
+		my $r = rand();
+		my $pre = $r < 0.5 ? op_dedup($d) : $r < 0.65 ? op_insert_colliding($d) : undef;
+		run_action($d, $pre) if $pre;
+		return if $d->{pending};
+	}
+	my $e = pick(grep { $_ != $d && !$_->{pending} && !$_->{tx} } @sess);
+	if ($e && rand() < 0.5)
+	{
+		run_action($e, op_begin_rr($e));
+		my $l = op_lookup($e);
+		run_action($e, $l) if $l;
+	}
+	run_action($d, build_action($how));
+	my ($f) = grep { $_ != $d && !$_->{pending} && !($_->{tx} && ($_->{tx}{rr} || $_->{tx}{aborted})) } @sess;
+	return unless $d->{pending} && $f;
+	my $n = 1 + int(rand(3));
+	if (!$f->{tx} && rand() < 0.4)
+	{
+		run_action($f, op_begin($f));
+		my $w = $f->{tx} && op_insert_into($f, pick(attached_slots($f->{tx})), 1);
+		run_action($f, $w) if $w;
+		$n = rand() < 0.5 ? 0 : 1;
+	}
+	for (1 .. $n)
+	{
+		last if $f->{pending} || ($f->{tx} && $f->{tx}{aborted});
+		my $a = op_insert_colliding($f) or last;
+		run_action($f, $a);
+	}
+}
+
+#
 # Crashes and restarts.  Open transactions are gone; prepared ones stay.
 #
 sub crash
 {
 	my ($d) = @_;
-	if (rand() < 0.5)
+	# (a clean restart with t_k not valid may save no filter: the round's
+	# check that one loaded the filters saved would fail)
+	if (gidx_state() ne 'valid' || rand() < 0.5)
 	{
 		trace("crash: SIGKILL of $d->{s}{name} (pid $d->{s}{pid})");
 		my $offset = -s $node->logfile;
@@ -1416,12 +1593,23 @@ sub check
 	my $locks = ctl_query(
 		"SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND objsubid = 26485");
 	fail_now("upsert locks held with every transaction ended ($what): $locks") if $locks ne '0';
-	my $problems = ctl_query(
-		q{SELECT string_agg(problem || ' ' || coalesce(relation::text, '') || ' ' || detail, E'\n') FROM gunique_verify('t_k')});
-	fail_now("gunique_verify ($what):\n$problems") if $problems ne '';
-	my $dups = ctl_query(
-		'SELECT string_agg(k::text, \' \') FROM (SELECT k FROM t GROUP BY k HAVING count(*) > 1) d');
-	fail_now("keys held twice ($what): $dups") if $dups ne '';
+	# t_k as the model has it (the concurrent builds): while it is not
+	# valid, keys may be held twice (the rows below are the model's)
+	my $valid = gidx_state() eq 'valid';
+	if ($conc)
+	{
+		my $c = gidx_catalog();
+		fail_now("t_k is $c in the catalogs, " . gidx_state() . " in the model ($what)") if $c ne gidx_state();
+	}
+	if ($valid)
+	{
+		my $problems = ctl_query(
+			q{SELECT string_agg(problem || ' ' || coalesce(relation::text, '') || ' ' || detail, E'\n') FROM gunique_verify('t_k')});
+		fail_now("gunique_verify ($what):\n$problems") if $problems ne '';
+		my $dups = ctl_query(
+			'SELECT string_agg(k::text, \' \') FROM (SELECT k FROM t GROUP BY k HAVING count(*) > 1) d');
+		fail_now("keys held twice ($what): $dups") if $dups ne '';
+	}
 
 	# the partitions, and their rows
 	my @exist = existing_slots(undef);
@@ -1457,9 +1645,11 @@ sub check
 	fail_now("bulk rows ($what):\n got: $gotb\nwant: " . join("\n", @wantb))
 	  if $gotb ne join("\n", @wantb);
 
-	# every live key is refused from another partition
+	# every live key is refused from another partition (and while t_k is
+	# invalid after a failed merge, by its leaves, all ready)
 	my @att = attached_slots(undef);
 	my @probe;
+	@att = () unless $valid || (gidx_state() eq 'invalid' && $M{gfail} eq 'merge');
 	for my $slot (@att)
 	{
 		my @keys = grep { $_ < $bulk_base } keys %{ $M{rows}{$slot} // {} };
@@ -1477,10 +1667,11 @@ sub check
 			'SELECT string_agg(format(\'%s->%s: %s\', k, p, r), \' \') FROM (SELECT p, k, try_insert(p, k) r FROM (VALUES '
 			  . join(', ', map { "($_->[0], $_->[1])" } @probe)
 			  . ") v(p, k)) x WHERE r <> '23505'");
-		fail_now("live keys not refused elsewhere ($what): $res") if $res ne '';
+		fail_now("live keys not refused elsewhere ($what" . ($valid ? '' : ', t_k invalid') . "): $res") if $res ne '';
+		$M{grefused} += @probe unless $valid;
 		# and skipped by an upsert into another partition, through a
 		# data-modifying WITH query (rolled back)
-		if ($pg18)
+		if ($pg18 && $valid)
 		{
 			ctl_query('BEGIN');
 			$res = ctl_query(
@@ -1532,7 +1723,7 @@ sub check_lookups
 	fail_now("a lookup of every key ($what; key in [slots]): " . join('; ', @bad[ 0 .. min(9, $#bad) ]))
 	  if @bad;
 	$M{lk}{checked} += @keys;
-	return if $M{explained}++;
+	return if gidx_state() ne 'valid' || $M{explained}++;
 	my @plans = (
 		ctl_query('EXPLAIN (COSTS OFF) SELECT k, p FROM t WHERE k = 1'),
 		ctl_query("EXPLAIN (COSTS OFF) SELECT k, p FROM t WHERE k = ANY ('{1,2,3}')"));
@@ -1576,6 +1767,8 @@ sub new_round
 		where => {},
 		gid => 100 * $round,
 		ktype => 'int',
+		# the gunique index t_k (the concurrent builds)
+		gidx => 'valid',
 		# a second unique index (see collide_scene)
 		uidx => $pg18 && $more && $round % 2 == 1 ? ($round % 4 == 1 ? 'before' : 'after') : undef,
 	);
@@ -1637,6 +1830,7 @@ for my $round (1 .. $rounds)
 		{
 			$stepno = $i;
 			my $t0 = time;
+			$M{gsteps}{ gidx_state() }++ if $conc;
 			step(\@ops, \&boost);
 			settle_all(1);
 			load_tick();
@@ -1705,6 +1899,10 @@ for my $round (1 .. $rounds)
 		$M{uidx}, $M{collide}{scenes} // 0, $hist->($M{collide}{outcomes}),
 		$hist->($M{collide}{'b inserts the key the upsert waits with'}))
 	  if $M{uidx};
+	# the concurrent builds
+	$more_s .= sprintf(', concurrent builds of t_k (steps begun with it %s): %s; inserts of a key held elsewhere, by the state of t_k: %s; live keys refused elsewhere by the leaves of an invalid t_k: %d',
+		$hist->($M{gsteps}), $hist->($M{gb}), $hist->($M{gdup}), $M{grefused} // 0)
+	  if $conc;
 	ok(!$failed,
 		sprintf('round %d, %d partitions: %d steps, %d checks, %d crashes, %d loads, %d large bulks (%d after DDL)%s%s%s%s (%.0f s)',
 			$round, $nparts, $stepno, $M{checks} // 0, $M{crashes} // 0, $M{loads} // 0,
@@ -1731,6 +1929,14 @@ for my $round (1 .. $rounds)
 		$total{"collide $1"} += $M{collide}{outcomes}{$o} if $o =~ /: (in|skip|23505 on u, p|23505 on k|40P01)/;
 	}
 	$total{steps} += $stepno;
+	for my $o (keys %{ $M{gb} // {} })
+	{
+		$total{"gb $o"} += $M{gb}{$o};
+	}
+	for my $o (keys %{ $M{gdup} // {} })
+	{
+		$total{"gdup $1"} += $M{gdup}{$o} if $o =~ /^(building)/;
+	}
 }
 
 # Each operation of issue 39 was reached (in a run of the default length
@@ -1749,6 +1955,18 @@ if ($more && !$failed && $total{steps} >= 900)
 		push @miss, "a collide scene's upsert $_" for grep { !$total{"collide $_"} } ('in', 'skip', '23505 on u, p');
 	}
 	ok(!@miss, 'the operations of issue 39 were reached') or diag('not reached: ' . join('; ', @miss));
+}
+# Each outcome of the concurrent builds was reached (same length).
+if ($conc && !$failed && $total{steps} >= 900)
+{
+	my @miss;
+	push @miss, 'a CREATE INDEX CONCURRENTLY that made t_k valid' unless $total{'gb CREATE INDEX CONCURRENTLY: 00000'};
+	push @miss, 'a CREATE INDEX CONCURRENTLY that failed on a duplicate' unless $total{'gb CREATE INDEX CONCURRENTLY: 23505'};
+	push @miss, 'a REINDEX INDEX CONCURRENTLY that finished an invalid t_k'
+	  unless $total{'gb REINDEX INDEX CONCURRENTLY of an invalid tree: 00000'};
+	push @miss, 'a REINDEX INDEX CONCURRENTLY of a valid t_k' unless $total{'gb REINDEX INDEX CONCURRENTLY of a valid tree: 00000'};
+	push @miss, 'an insert of a key held elsewhere beside a build' unless $total{'gdup building'};
+	ok(!@miss, 'the outcomes of the concurrent builds were reached') or diag('not reached: ' . join('; ', @miss));
 }
 
 $_->{s} && sess_close($_->{s}) for @sess;

@@ -33,6 +33,8 @@ our @EXPORT = qw(
   op_reindex alter_probe op_alter_type op_begin op_end op_finish_prepared
   op_savepoint op_rollback_to op_release op_begin_rr race_keys op_lookup
   op_lookup_race sess_prepare load_start load_tick load_stop
+  gidx_ddl_ok op_drop_index build_action op_insert_colliding op_dedup
+  gidx_catalog
   $alter_ok $alter_why $last_op);
 
 my ($node, $more, $lookups, $pg18, $nsess, $tmp);
@@ -69,12 +71,22 @@ sub run_action
 		$M{watch}{ $a->{lookup}{id} } = $a->{lookup};
 	}
 	$a->{touch} = new_txn();
+	$a->{ggen} = $M{ggen} // 0;
 	$a->{touch}{ddl} = 1 if $a->{ddl};
 	$a->{touch}{rebuild} = 1 if $a->{rebuild};
 	$a->{touch}{attach} = 1 if $a->{sql} =~ /ATTACH PARTITION/;
 	$a->{touch}{trunc}{ $a->{trunc_slot} } = 1 if defined $a->{trunc_slot};
 	$a->{touch}{where}{ $_->[2] }{ $_->[1] } = 1 for @{ $a->{ops} // [] };
 	$a->{touch}{upsert} = 1 if $a->{upsert};
+	$M{greindex} = $a if $a->{greindex};
+	# a concurrent build of t_k: the keys it may find twice from now on
+	if ($a->{gbuild})
+	{
+		$M{ggen}++;
+		$M{gbuild} = $a;
+		$M{gwatch} = {};
+		$M{gwatch}{$_} = 1 for dup_keys(undef), map { dup_keys($_) } others(undef);
+	}
 	# (a flap scene's partition is in or out)
 	$a->{lookup}{flap} = $M{flap_slot} if $a->{lookup} && defined $M{flap_slot};
 	race_mark($d, $a);
@@ -250,14 +262,21 @@ sub rows_done
 {
 	my ($d, $st, $a) = @_;
 	my $t = $d->{tx} // new_txn();
-	my $v = judge($t, $a->{ops});
+	my $v = judge($t, $a->{ops}, $a->{ggen});
 	my %legal = (
 		ok => { '00000' => 1 },
 		fail => { '23505' => 1 },
 		failroute => { '23505' => 1, '23514' => 1 },
 		noroute => { '23514' => 1 },
+		dup => { '00000' => 1, '23505' => 1 },
 		maybe => { '00000' => 1, '23505' => 1, '23514' => 1, '40P01' => 1, '40001' => 1 },
 	);
+	# inserts of a key another partition holds, by the state of t_k (the
+	# concurrent builds')
+	my $g = gidx_state();
+	my %how = (ok => 'goes in', fail => 'refused', failroute => 'refused', dup => 'either', maybe => 'maybe', noroute => 'no partition');
+	$M{gdup}{ ($g eq 'invalid' ? "invalid after a failed $M{gfail}" : $g eq 'valid' ? 'valid, being reindexed' : $g) . " ($how{$v}): $st" }++
+	  if ($g ne 'valid' || $M{greindex}) && collides($t, $a->{ops});
 	# an upsert that raced it was decided by it (upsert_done)
 	fail_now("$d->{s}{name}: $a->{sql}: $st, but " . join('; ', @{ $a->{must_commit} })
 		  . ': it must have committed' . ($st ne '00000' ? ": $d->{s}{lasterr}" : ''))
@@ -313,12 +332,41 @@ sub rows_done
 	{
 		apply_ops($t, $a->{ops});
 		$a->{after}->($t) if $a->{after};
+		# (a key its transaction holds twice, which a build may find; a
+		# transaction that wrote beside a build)
+		if ($M{gbuild})
+		{
+			$M{gwatch}{$_} = 1 for dup_keys($t);
+			$t->{beside_build} = 1 if $d->{tx} && @{ $a->{ops} };
+		}
 		commit_txn($t) unless $d->{tx};
 	}
 	else
 	{
 		stmt_failed($d);
 	}
+}
+
+# Does a statement's row changes insert a key that another row, which it
+# leaves alone, holds in t's view?
+sub collides
+{
+	my ($t, $ops) = @_;
+	my %del = map { ("$_->[1] $_->[2]" => 1) } grep { $_->[0] eq 'del' } @$ops;
+	return scalar grep {
+		my $k = $_->[2];
+		$_->[0] eq 'ins' && grep { !$del{"$_ $k"} } live_slots($t, $k)
+	} @$ops;
+}
+
+# With gidx_guard, would the row changes leave a key twice in a partition
+# (a row of it there, or two rows of the statement)?
+sub slots_unguarded
+{
+	my ($t, $ops) = @_;
+	return 0 unless gidx_guard();
+	my %seen;
+	return scalar grep { $_->[0] eq 'ins' && ($seen{"$_->[1] $_->[2]"}++ || slot_taken($t, $_->[2], $_->[1])) } @$ops;
 }
 
 # An UPDATE or DELETE by the key of a row whose partition a DETACH
@@ -387,6 +435,7 @@ sub op_insert
 	my @uk = upsert_race_keys($d);
 	my $force = @uk && rand() < 0.3;
 	($rows[-1][1], $ops[-1][2]) = (pick(@uk)) x 2 if $force;
+	return if slots_unguarded($t, \@ops);
 	return unless race_ok($d, \@ops, $force);
 	return {
 		sql => 'INSERT INTO t VALUES '
@@ -403,6 +452,7 @@ sub op_insert_into
 	return unless view_part($d->{tx}, $slot)->{attached};
 	my @free = grep { !key_slots($d->{tx}, $_) && !uncertain($d->{tx}, $_) } 1 .. $M{hot};
 	my @ops = map { [ 'ins', $slot, pick(@free) // hot_key() ] } 1 .. $n;
+	return if slots_unguarded($d->{tx}, \@ops);
 	return unless race_ok($d, \@ops);
 	return {
 		sql => 'INSERT INTO t VALUES ' . join(', ', map { '(' . rand_p($slot) . ", $_->[2])" } @ops),
@@ -441,6 +491,7 @@ sub op_update_key
 	my ($k, $slot) = @$r;
 	my $k2 = hot_key();
 	return if $k2 == $k;
+	return if gidx_guard() && slot_taken($t, $k2, $slot);
 	return unless race_ok($d, [ [ 'ins', $slot, $k2 ] ]);
 	return {
 		sql => "UPDATE t SET k = $k2 WHERE k = $k RETURNING k",
@@ -475,6 +526,7 @@ sub op_move
 	my ($k, $slot) = @$r;
 	my $to = pick(grep { $_ != $slot } attached_slots($t));
 	return unless defined $to;
+	return if gidx_guard() && slot_taken($t, $k, $to);
 	return {
 		sql => 'UPDATE t SET p = ' . rand_p($to) . " WHERE k = $k RETURNING k",
 		row => [ $slot, $k ],
@@ -611,6 +663,8 @@ sub op_upsert
 {
 	my ($d, $n) = @_;
 	my $t = $d->{tx};
+	# (ON CONFLICT needs a valid arbiter: the concurrent builds')
+	return if gidx_state() ne 'valid';
 	# not while DDL waits: a statement queued behind it may end before
 	# the model sees the DDL end, and be judged (and applied) before it
 	return if grep { $_->{pending} && ($_->{pending}{touch}{ddl} || $_->{pending}{touch}{rebuild}
@@ -876,6 +930,8 @@ sub op_bulk_delete
 sub ddl_ok
 {
 	my ($d) = @_;
+	# (none beside an index t_k not valid: the concurrent builds')
+	return 0 if gidx_state() ne 'valid';
 	return 0 if grep { $_->{pending} && $_->{pending}{upsert} } @sess;
 	return !other_ddl($d->{tx}) && !($d->{tx} && $d->{tx}{ddl} > 3);
 }
@@ -1123,6 +1179,241 @@ sub alter_done
 	$t->{rewrote}{$_} = 1 for attached_slots($t);
 	$t->{ddl}++;
 	commit_txn($t) unless $d->{tx};
+}
+
+#
+# Concurrent builds of t_k (t/006's header: "Concurrent builds"): DROP
+# INDEX t_k, CREATE UNIQUE INDEX CONCURRENTLY t_k, REINDEX INDEX
+# CONCURRENTLY t_k (of a valid tree, or of an invalid one, which finishes
+# it), each in autocommit; the state of t_k is the model's (gidx_state).
+# Beside them, inserts and UPDATEs of keys other partitions hold
+# (op_insert_colliding), and deletes of the rows that hold a key twice
+# (op_dedup).
+#
+
+# May session d, in autocommit, drop, build or reindex t_k: no other DDL
+# about, nor an upsert waiting?
+sub gidx_ddl_ok
+{
+	my ($d) = @_;
+	return 0 if $d->{tx} || grep { $_->{pending} && $_->{pending}{upsert} } @sess;
+	return !other_ddl(undef);
+}
+
+# t_k in the catalogs: 'none', 'valid' or 'invalid'.
+sub gidx_catalog
+{
+	return ctl_query(q{SELECT coalesce((SELECT CASE WHEN indisvalid THEN 'valid' ELSE 'invalid' END FROM pg_index WHERE indexrelid = to_regclass('t_k')), 'none')});
+}
+
+sub op_drop_index
+{
+	my ($d) = @_;
+	return unless gidx_ddl_ok($d);
+	my $g = gidx_state();
+	return unless $g eq 'valid' || $g eq 'invalid';
+	return {
+		sql => 'DROP INDEX t_k',
+		ddl => 1,
+		gdrop => 1,
+		done => sub {
+			my ($d, $st, $a) = @_;
+			fail_now("$d->{s}{name}: $a->{sql}: $st: $d->{s}{lasterr}")
+			  unless $st eq '00000' || ($st eq '40P01' && $a->{waited});
+			$M{gb}{"DROP INDEX: $st"}++;
+			return if $st ne '00000';
+			$M{gidx} = 'none';
+			$M{ggen}++;
+			delete $M{gfail};
+			my $c = gidx_catalog();
+			fail_now("$d->{s}{name}: $a->{sql}: t_k is $c after it") if $c ne 'none';
+		}
+	};
+}
+
+# CREATE UNIQUE INDEX CONCURRENTLY t_k ($how 'create', with t_k dropped),
+# or REINDEX INDEX CONCURRENTLY t_k ('reindex'): a build (gbuild) unless
+# t_k is valid.  Writers go on beside it (rebuild: no other DDL starts).
+sub build_action
+{
+	my ($how) = @_;
+	my $from = gidx_state();
+	return {
+		sql => $how eq 'create' ? 'CREATE UNIQUE INDEX CONCURRENTLY t_k ON t USING gunique (k)' : 'REINDEX INDEX CONCURRENTLY t_k',
+		rebuild => 1,
+		gbuild => $from ne 'valid',
+		greindex => $from eq 'valid',
+		gfrom => $from,
+		done => \&build_done
+	};
+}
+
+# Keys that a build may have found twice: any that was live twice in the
+# committed state, or in a transaction's view, since it began (gwatch), or
+# is so now, and those that statements still running write.
+sub build_dup_keys
+{
+	my %k = %{ $M{gwatch} // {} };
+	$k{$_} = 1 for dup_keys(undef), map { dup_keys($_) } others(undef);
+	for my $o (grep { $_->{pending} } @sess)
+	{
+		$k{$_} = 1 for keys %{ $o->{pending}{touch}{where} };
+	}
+	return \%k;
+}
+
+# The end of a build, or of a REINDEX of a valid t_k:
+#   - success: t_k valid in the catalogs, no key twice in t (a GROUP BY
+#     query), gunique_verify silent, and in the model no key twice in the
+#     committed state, nor in an open or prepared transaction's view by a
+#     row of its own (a build waits for every transaction that wrote before
+#     its last leaf was ready; those after probe every leaf), but where a
+#     statement still running may have changed it;
+#   - a unique violation (only a build): of a key that was twice in t,
+#     or in a transaction's view, since the build began; t_k then invalid
+#     ($M{gfail} 'merge' if it failed in the merge: every leaf built and
+#     ready, one of them held invalid);
+#   - a deadlock, once it waited: t_k as the catalogs say.
+sub build_done
+{
+	my ($d, $st, $a) = @_;
+	my $what = "$d->{s}{name}: $a->{sql} (t_k $a->{gfrom})";
+	my $dups = $a->{gbuild} ? build_dup_keys() : {};
+	$M{ggen}++ if $a->{gbuild};
+	delete $M{gbuild};
+	delete $M{greindex};
+	delete $M{gwatch};
+	my $kind = $a->{gfrom} eq 'none' ? 'CREATE INDEX CONCURRENTLY'
+	  : 'REINDEX INDEX CONCURRENTLY of ' . ($a->{gfrom} eq 'valid' ? 'a valid' : 'an invalid') . ' tree';
+	$M{gb}{"$kind: $st"}++;
+	my $c = gidx_catalog();
+	my $err = $st ne '00000' ? ": $d->{s}{lasterr}" : '';
+	if ($st eq '00000')
+	{
+		fail_now("$what: succeeded, and t_k is $c") if $c ne 'valid';
+		my $q = ctl_query('SELECT string_agg(k::text, \' \') FROM (SELECT k FROM t GROUP BY k HAVING count(*) > 1) d');
+		fail_now("$what: succeeded, and keys are held twice in t: $q") if $q ne '';
+		$q = ctl_query(q{SELECT string_agg(problem || ' ' || coalesce(relation::text, '') || ' ' || detail, E'\n') FROM gunique_verify('t_k')});
+		fail_now("$what: succeeded, and gunique_verify reports:\n$q") if $q ne '';
+		my %running = map { %{ $_->{pending}{touch}{where} } } grep { $_->{pending} } @sess;
+		my @twice = grep { !$running{$_} } dup_keys(undef);
+		fail_now("$what: succeeded, where the model holds keys twice: @twice") if @twice;
+		for my $o ((map { [ $_->{s}{name}, $_->{tx} ] } grep { $_->{tx} && !$_->{tx}{dead} && !$_->{pending} } @sess),
+			map { [ "prepared $_", $prepared{$_} ] } sort keys %prepared)
+		{
+			my ($name, $t) = @$o;
+			@twice = grep {
+				my $k = $_;
+				!$running{$k} && grep { $t->{rows}{$_} && $t->{rows}{$_}{$k} } live_slots($t, $k)
+			} dup_keys($t);
+			fail_now("$what: succeeded, while $name holds keys twice with rows of its own: @twice") if @twice;
+		}
+		if ($a->{gbuild})
+		{
+			$M{gidx} = 'valid';
+			delete $M{gfail};
+			trace("t_k: valid");
+		}
+		return;
+	}
+	fail_now("$what: $st where it must succeed (or be a deadlock victim once it waited)$err")
+	  unless $a->{gbuild} ? ($st eq '23505' || ($st eq '40P01' && $a->{waited})) : ($st eq '40P01' && ($a->{waited} || others(undef)));
+	if ($st eq '23505')
+	{
+		fail_now("$what: a unique violation, and t_k is $c") if $c ne 'invalid';
+		my ($k) = $d->{s}{lasterr} =~ /Key \(k\)=\((\d+)\)/;
+		fail_now("$what: a unique violation of a key not found$err") unless defined $k;
+		fail_now("$what: a unique violation of key $k, which no two rows held since it began (in the model)$err")
+		  unless $dups->{$k};
+	}
+	if (!$a->{gbuild})
+	{
+		fail_now("$what: $st, and t_k is $c") if $c ne 'valid';
+		return;
+	}
+	fail_now("$what: $st, and t_k is $c") if $c eq 'valid' || ($a->{gfrom} ne 'none' && $c eq 'none');
+	$M{gidx} = $c;
+	$M{gfail} = 'other';
+	if ($st eq '23505' && $d->{s}{lasterr} =~ /could not create unique index "t_k"/)
+	{
+		# failed in the merge: every leaf built and ready (concurrent.c
+		# holds one invalid until the tree is valid)
+		my ($n, $ok) = split /\|/, ctl_query(
+			q{SELECT count(*), count(*) FILTER (WHERE i.indisready) FROM pg_partition_tree('t_k') pt JOIN pg_index i ON i.indexrelid = pt.relid WHERE pt.isleaf});
+		my $want = scalar(attached_slots(undef));
+		fail_now("$what: failed in the merge, where $ok of the $n leaves are ready ($want partitions)$err")
+		  unless $n == $want && $ok == $n;
+		$M{gfail} = 'merge';
+	}
+	trace("t_k: $M{gidx}" . ($c eq 'invalid' ? " (failed in the $M{gfail})" : ''));
+}
+
+# An INSERT of a key that another partition holds (in the session's
+# view), into one that does not (often one its transaction wrote to); at
+# times an UPDATE of a row's key to it.  Refused while t_k is valid.
+sub op_insert_colliding
+{
+	my ($d) = @_;
+	my $t = $d->{tx};
+	return if $t && ($t->{aborted} || $t->{rr});
+	my @slots = attached_slots($t) or return;
+	my %c = map { $_ => 1 } keys %{ $M{where} }, ($t ? keys %{ $t->{where} } : ());
+	my $k = pick(grep { $_ < $bulk_base && !is_ukey($_) && live_slots($t, $_) } sort { $a <=> $b } keys %c);
+	return unless defined $k;
+	my $a;
+	my $u = rand() < 0.3 && pick(grep { $_->[0] != $k && !slot_taken($t, $k, $_->[1]) } live_keys_untouched($t));
+	if ($u)
+	{
+		my ($k0, $s0) = @$u;
+		$a = {
+			sql => "UPDATE t SET k = $k WHERE k = $k0 RETURNING k",
+			row => [ $s0, $k0 ],
+			ops => [ [ 'del', $s0, $k0 ], [ 'ins', $s0, $k ] ]
+		};
+	}
+	else
+	{
+		my @to = grep { !slot_taken($t, $k, $_) } @slots;
+		my @held = $t ? grep { my $s = $_; %{ $t->{rows}{$s} // {} } } @to : ();
+		my $slot = @held && rand() < 0.6 ? pick(@held) : pick(@to);
+		return unless defined $slot;
+		$a = { sql => 'INSERT INTO t VALUES (' . rand_p($slot) . ", $k)", ops => [ [ 'ins', $slot, $k ] ] };
+	}
+	return unless race_ok($d, $a->{ops});
+	$a->{done} = \&rows_done;
+	return $a;
+}
+
+# Delete, of each key held twice or more (in the session's view, and that
+# no other transaction touches), every row but one, by the key and its
+# partition's range of p.
+sub op_dedup
+{
+	my ($d) = @_;
+	my $t = $d->{tx};
+	return if $t && ($t->{aborted} || $t->{rr});
+	my @ops;
+	for my $k (dup_keys($t))
+	{
+		next if uncertain($t, $k);
+		my @l = live_slots($t, $k);
+		my $keep = pick(@l);
+		push @ops, map { [ 'del', $_, $k ] } grep { $_ != $keep } @l;
+	}
+	return unless @ops;
+	return {
+		sql => 'DELETE FROM t WHERE '
+		  . join(' OR ', map { my ($lo, $hi) = slot_bounds($_->[1]); "(k = $_->[2] AND p >= $lo AND p < $hi)" } @ops)
+		  . ' RETURNING k',
+		ops => \@ops,
+		done => sub {
+			my ($d, $st, $a) = @_;
+			my $n = scalar(split /\n/, $a->{out});
+			fail_now("$d->{s}{name}: $a->{sql}: $n rows where the model has " . scalar(@ops))
+			  if $st eq '00000' && $n != @ops;
+			rows_done(@_);
+		}
+	};
 }
 
 #

@@ -27,7 +27,8 @@ our @EXPORT = qw(
   live_keys_untouched drop_rows attach_verdict attach_about is_ukey
   upsert_verdict
   bulk_key any_bulk_key bulk_totals bulk_count bulk_sample
-  lookup_part lookup_rows);
+  lookup_part lookup_rows
+  gidx_state gidx_guard dup_keys slot_taken);
 
 our $bulk_base = 100_000;       # keys of bulk inserts start here
 our $load_base = 1_000_000_000;    # keys of the pgbench load start here
@@ -168,12 +169,15 @@ sub other_ddl
 }
 
 # Judge a list of row changes ([ins|del, slot, k]) made by one statement in
-# t: 'ok' (must succeed), 'fail' (must hit a unique violation),
-# 'failroute' (the same, or a row's partition hidden by another session's
-# DDL first), 'noroute' (a row has no partition) or 'maybe'.
+# t (sent when t_k's state was generation $since): 'ok' (must succeed),
+# 'fail' (must hit a unique violation), 'failroute' (the same, or a row's
+# partition hidden by another session's DDL first), 'noroute' (a row has no
+# partition), 'dup' (a row's key is held elsewhere and, t_k not being
+# valid, it may go in or fail with a unique violation: dup_verdict) or
+# 'maybe'.
 sub judge
 {
-	my ($t, $ops) = @_;
+	my ($t, $ops, $since) = @_;
 	my $scratch = dclone(state_of($t));
 	my $verdict = 'ok';
 	for my $op (@$ops)
@@ -195,13 +199,86 @@ sub judge
 			# (an upsert of the key running in another session can
 			# only skip it: the row stays)
 			return 'maybe' unless $own || !uncertain($t, $k, 1);
+			# without a valid gunique index, as the index is (dup_verdict)
+			my $g = dup_verdict($since);
 			# a DETACH CONCURRENTLY that waits has already hidden its
 			# partition from routing: a row may fail to route first
-			return other_ddl($t) ? 'failroute' : 'fail';
+			return other_ddl($t) ? 'failroute' : 'fail' if $g eq 'fail';
+			$verdict = 'dup' if $g eq 'dup' && $verdict eq 'ok';
 		}
 		txn_set_row($scratch, $slot, $k, 1);
 	}
 	return $verdict;
+}
+
+#
+# The gunique index t_k, dropped and made again by CREATE INDEX
+# CONCURRENTLY, and finished by REINDEX INDEX CONCURRENTLY (t/006's
+# concurrent builds): $M{gidx} is 'valid', 'none' (dropped) or 'invalid'
+# (a build failed; $M{gfail} 'merge' if it failed in the merge, every leaf
+# then built and ready); while a build runs ($M{gbuild}, its action),
+# 'building'.  $M{ggen} counts the changes of state (a statement records
+# the one it was sent in).
+#
+sub gidx_state { return $M{gbuild} ? 'building' : $M{gidx} // 'valid'; }
+
+# May a statement leave a key twice in one partition (no gunique index
+# checks the partition, now or once a pending DROP INDEX is through)?  The
+# model keeps one row of a key per partition: such statements are not made.
+sub gidx_guard
+{
+	return 1 if gidx_state() ne 'valid';
+	return scalar grep { $_->{pending} && $_->{pending}{gdrop} } @sess;
+}
+
+# Is an insert of a key that another attached partition holds (live, and
+# left alone), by a statement sent in generation $since, refused?  'fail'
+# (must be: a unique violation), 'ok' (goes in) or 'dup' (either):
+#   - valid: refused, as always;
+#   - none: nothing checks it;
+#   - building: the leaves become ready one by one, and an insert probes
+#     the ready ones (src/README, 4.11): either;
+#   - invalid after a failed merge: every leaf is ready and each
+#     transaction's probe searches them all (a transaction that held a
+#     partition before the last leaf was ready was waited for before the
+#     merge): refused; after another failure, some leaves may be missing
+#     or not ready, and a transaction older than the failure may not know
+#     those that are: either;
+#   - a statement sent in another state: either (its insert ran in that
+#     state or in this one, or between: when the state changed, the model
+#     cannot tell; the checks see what it left).
+sub dup_verdict
+{
+	my ($since) = @_;
+	return 'dup' if defined $since && $since != ($M{ggen} // 0);
+	my $g = gidx_state();
+	return 'fail' if $g eq 'valid';
+	return 'ok' if $g eq 'none';
+	return 'fail' if $g eq 'invalid' && ($M{gfail} // '') eq 'merge';
+	return 'dup';
+}
+
+# Keys live in two attached partitions or more, in t's view (t undef:
+# committed).
+sub dup_keys
+{
+	my ($t) = @_;
+	my %k = map { $_ => 1 } keys %{ $M{where} }, ($t ? keys %{ $t->{where} } : ());
+	return grep { $_ < $bulk_base && live_slots($t, $_) > 1 } sort { $a <=> $b } keys %k;
+}
+
+# Does slot's partition hold k, or may it come to (a row of it committed,
+# or one that t, another transaction or a running statement inserted or
+# deleted there)?  (gidx_guard)
+sub slot_taken
+{
+	my ($t, $k, $slot) = @_;
+	return 1 if ($M{rows}{$slot} && $M{rows}{$slot}{$k}) || ($M{where}{$k} && $M{where}{$k}{$slot});
+	for my $o (($t ? $t : ()), others($t))
+	{
+		return 1 if $o->{where}{$k} && $o->{where}{$k}{$slot};
+	}
+	return 0;
 }
 
 sub apply_ops
@@ -254,6 +331,11 @@ sub commit_txn
 	}
 	ghosts(keys %gone);
 	ver_commit($t);
+	# while a build runs, the keys it may find twice
+	if ($M{gbuild})
+	{
+		$M{gwatch}{$_} = 1 for dup_keys(undef);
+	}
 }
 
 # A statement failed: the transaction (or its innermost savepoint) aborts.

@@ -500,19 +500,25 @@ if ($val{w9}) {
 	my %title = (baseline => 'baseline (writers alone)', create => 'CREATE UNIQUE INDEX (blocks writers)',
 				 'create-concurrently' => 'CREATE UNIQUE INDEX CONCURRENTLY',
 				 'reindex-concurrently' => 'REINDEX INDEX CONCURRENTLY', attach => 'ALTER TABLE ... ATTACH PARTITION');
+	# counts as whole numbers (a median of an even number of runs may end in .5)
+	my $f = sub { my ($count, $x) = @_; $count ? thousands(sprintf($x == int($x) ? '%d' : '%.1f', $x)) : fmt($x) };
 	my $range = sub {
-		my @s = sort { $a <=> $b } @_;
+		my ($count, @s) = @_;
+		@s = sort { $a <=> $b } @s;
 		return 'n/a' unless @s;
-		my $m = fmt(median(@s));
-		return @s > 1 ? "$m [" . fmt($s[0]) . '–' . fmt($s[-1]) . ']' : $m;
+		my $m = $f->($count, median(@s));
+		return @s > 1 ? "$m [" . $f->($count, $s[0]) . '–' . $f->($count, $s[-1]) . ']' : $m;
 	};
 	my @steps = (['seconds', 'statement (s)'], ['stall', 'longest wait (ms)'], ['p99', 'p99 (ms)'], ['p50', 'p50 (ms)'],
 				 ['over-1s', 'waits over 1 s'], ['tps', 'writers\' tps']);
 	for my $c (grep { my $c = $_; grep { $v->{$_}{seconds}{$c} } @ops } qw(gunique single)) {
 		p "### ", ($c eq 'gunique' ? 'gunique: the partitioned table' : 'single: one table, btree'), "\n\n";
-		p "| statement | ", join(' | ', map { $_->[1] } @steps), " |\n|---|", join('', map { '---:|' } @steps), "\n";
+		my $base = $v->{baseline}{tps}{$c};
+		p "| statement | ", join(' | ', map { $_->[1] } @steps), " | tps / baseline |\n|---|", join('', map { '---:|' } @steps), "---:|\n";
 		for my $op (grep { $v->{$_}{seconds}{$c} } @ops) {
-			p "| $title{$op} | ", join(' | ', map { $range->(@{ $v->{$op}{ $_->[0] }{$c} || [] }) } @steps), " |\n";
+			my $t = $v->{$op}{tps}{$c};
+			p "| $title{$op} | ", join(' | ', map { $range->(($unit{w9}{ $_->[0] } // '') eq 'count', @{ $v->{$op}{ $_->[0] }{$c} || [] }) } @steps), " | ",
+			  ($op ne 'baseline' && $t && $base ? ratio(median(@$t), median(@$base)) : '–'), " |\n";
 		}
 		p "\n";
 	}

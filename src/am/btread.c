@@ -327,6 +327,20 @@ bt_reader_load(GuniqueBtReader *reader, Buffer buf)
 	return true;
 }
 
+/*
+ * Does the reader skip its page's entries?  Every change to an entry of a
+ * WAL-logged btree's page is a WAL record that sets the page's LSN to its
+ * end, after the change: a page whose LSN is not past min_lsn holds no entry
+ * added since an insert position read as min_lsn.
+ */
+static bool
+bt_reader_unchanged(GuniqueBtReader *reader)
+{
+	return reader->min_lsn != InvalidXLogRecPtr &&
+		reader->off == P_FIRSTDATAKEY(BTPageGetOpaque((Page) reader->page)) &&
+		PageGetLSN((Page) reader->page) <= reader->min_lsn;
+}
+
 /* Start at the leftmost leaf page; false if the btree is empty. */
 bool
 gunique_bt_reader_start(GuniqueBtReader *reader)
@@ -363,6 +377,7 @@ gunique_bt_reader_next(GuniqueBtReader *reader)
 {
 	Page		page = (Page) reader->page;
 
+	reader->high_key = false;
 	for (;;)
 	{
 		ItemId		iid;
@@ -375,6 +390,16 @@ gunique_bt_reader_next(GuniqueBtReader *reader)
 													 reader->strategy)))
 				return NULL;
 			continue;
+		}
+		if (bt_reader_unchanged(reader))
+		{
+			/* a page no WAL record changed since min_lsn: its high key */
+			reader->off = reader->maxoff + 1;
+			if (P_RIGHTMOST(BTPageGetOpaque(page)))
+				return NULL;
+			reader->high_key = true;
+			return (IndexTuple) PageGetItem(page,
+											PageGetItemId(page, P_HIKEY));
 		}
 		iid = PageGetItemId(page, reader->off++);
 		if (!ItemIdIsDead(iid))

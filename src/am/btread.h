@@ -11,6 +11,7 @@
 
 #include "access/nbtree.h"
 #include "access/sdir.h"
+#include "access/xlogdefs.h"
 #include "storage/bufmgr.h"
 #include "utils/rel.h"
 #include "utils/sortsupport.h"
@@ -28,6 +29,13 @@ typedef struct GuniqueBtReader
 	OffsetNumber off;			/* next item */
 	OffsetNumber maxoff;
 	BlockNumber pages_read;
+
+	/*
+	 * With min_lsn set, a page whose LSN is not past it (changed by no WAL
+	 * record since) yields no entry, only its high key, with high_key set.
+	 */
+	XLogRecPtr	min_lsn;
+	bool		high_key;
 } GuniqueBtReader;
 
 /*

@@ -580,10 +580,11 @@ scope_create_hashes(void)
 
 /* The tree's key, as a probe compares it. */
 static void
-scope_fill_key(GuniqueScope *scope, Relation index)
+scope_fill_key(GuniqueScope *scope, Relation index, Oid top)
 {
 	scope->nkeys = IndexRelationGetNumberOfKeyAttributes(index);
 	scope->nulls_not_distinct = index->rd_index->indnullsnotdistinct;
+	scope->valid = get_index_isvalid(top);
 }
 
 /*
@@ -690,6 +691,7 @@ scope_install(Oid topindex, TreeWalk *walk, GuniqueScope *key)
 
 	scope->nkeys = key->nkeys;
 	scope->nulls_not_distinct = key->nulls_not_distinct;
+	scope->valid = key->valid;
 }
 
 /*
@@ -722,7 +724,7 @@ scope_build(Relation index, Oid top)
 		/* a scope made from the middle of a tree would hide its leaves */
 		Assert(gunique_tree_top(top) == top);
 		walk_tree(top, top, &walk);
-		scope_fill_key(&key, index);
+		scope_fill_key(&key, index, top);
 	}
 	PG_FINALLY();
 	{

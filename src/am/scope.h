@@ -61,6 +61,13 @@ typedef struct GuniqueScope
 	/* The key, the same for every leaf of the tree. */
 	int			nkeys;
 	bool		nulls_not_distinct;
+
+	/*
+	 * The top is valid: only then are the group filters trusted and an
+	 * UPDATE that keeps its key spared the probe (src/README, I6, I8).  Its
+	 * pg_index row changing flushes the scope.
+	 */
+	bool		valid;
 } GuniqueScope;
 
 extern void gunique_scope_relcache_inval(Oid relid);

@@ -191,6 +191,36 @@ gunique_attach_validation_path(Oid parent, Oid child)
 	return path;
 }
 
+/*
+ * Will ALTER INDEX parent ATTACH PARTITION child make the tree's top valid:
+ * parent completed, then each ancestor in turn?  Read as
+ * gunique_attach_validation_path reads it.
+ */
+bool
+gunique_attach_completes_top(Oid parent, Oid child)
+{
+	List	   *ancestors = get_partition_ancestors(parent);
+	Oid			index = parent;
+	Oid			counted = child;
+	bool		complete;
+	ListCell   *lc;
+
+	complete = index_valid_or_gone(child) && !index_valid_or_gone(parent);
+	foreach(lc, ancestors)
+	{
+		if (!complete || !index_complete_with(index, counted))
+		{
+			complete = false;
+			break;
+		}
+		counted = index;
+		index = lfirst_oid(lc);
+	}
+	complete = complete && index_complete_with(index, counted);
+	list_free(ancestors);
+	return complete;
+}
+
 bool
 gunique_index_is_unique(Oid indexoid)
 {

@@ -22,6 +22,7 @@ extern List *gunique_trees_on_columns(Oid tableoid, List *colnames);
 extern bool gunique_index_is_replica_identity(Oid indexoid);
 extern char *gunique_new_index(Oid relid, Oid *namespace, char *relkind);
 extern List *gunique_attach_validation_path(Oid parent, Oid child);
+extern bool gunique_attach_completes_top(Oid parent, Oid child);
 extern void gunique_refuse_foreign_partitions(Oid tableoid,
 											  LOCKMODE lockmode);
 

@@ -5,16 +5,18 @@
  *
  * PostgreSQL refuses CREATE INDEX CONCURRENTLY on a partitioned table.  For
  * a gunique index ddl.c creates the top in the statement's transaction
- * (ON ONLY: invalid), and this file completes the tree the way CREATE INDEX
- * CONCURRENTLY builds one index, in transactions that each commit:
+ * (ON ONLY: invalid), where this file makes the partitioned tables' indexes
+ * and locks the tree for the session; then it completes the tree the way
+ * CREATE INDEX CONCURRENTLY builds one index, in transactions that each
+ * commit:
  *
- *	 1. the partitioned tables' indexes, every table locked for the session;
- *	 2. each leaf by CREATE INDEX CONCURRENTLY of its partition (DefineIndex),
- *		made a partition of its parent's index from the start;
- *	 3. a wait for every transaction that may have inserted without probing
+ *	 1. each leaf by CREATE INDEX CONCURRENTLY of its partition (DefineIndex),
+ *		made a partition of its parent's index from the start; one held
+ *		invalid until the end;
+ *	 2. a wait for every transaction that may have inserted without probing
  *		every leaf;
- *	 4. the merge, without locking writers out (merge.c);
- *	 5. the partitioned indexes marked valid.
+ *	 3. the merge, without locking writers out (merge.c);
+ *	 4. the tree marked valid.
  *
  * REINDEX INDEX CONCURRENTLY of an invalid tree's top runs the same steps
  * after PostgreSQL has rebuilt the leaves there are, so a build that failed
@@ -56,6 +58,7 @@
 #include "am/tree.h"
 #include "ddl/concurrent.h"
 #include "ddl/merge.h"
+#include "locate/summary.h"
 
 /* A table under the tree's top table, and its member of the tree. */
 typedef struct BuildPart
@@ -75,7 +78,11 @@ typedef struct ConcurrentBuild
 	BuildPart  *parts;			/* parents before children; [0] is the top */
 	int			nleaves;
 	int			leaves_done;
+	Oid			held;			/* the leaf held invalid (hold_leaf) */
+	Oid			heldtable;
 } ConcurrentBuild;
+
+static void hold_leaf(ConcurrentBuild *b);
 
 /* The transaction is done: commit it and start the next, as CIC does. */
 static void
@@ -85,6 +92,29 @@ next_transaction(void)
 		PopActiveSnapshot();
 	CommitTransactionCommand();
 	StartTransactionCommand();
+}
+
+/*
+ * Lock a partitioned table in ShareLock for the transaction that makes its
+ * member of the tree, as DefineIndex does, but first wait for the writers
+ * holding it without queueing before them, as CREATE INDEX CONCURRENTLY
+ * waits: a writer's transaction that runs long then holds up the build, not
+ * the other writers.  Writers that began meanwhile are waited for the same
+ * way, twice more; after that the lock is queued for, behind them only.
+ */
+void
+gunique_concurrent_share_lock(Oid relid)
+{
+	LOCKTAG		tag;
+
+	SET_LOCKTAG_RELATION(tag, MyDatabaseId, relid);
+	for (int i = 0; i < 3; i++)
+	{
+		if (ConditionalLockRelationOid(relid, ShareLock))
+			return;
+		WaitForLockers(tag, ShareLock, false);
+	}
+	LockRelationOid(relid, ShareLock);
 }
 
 /* Show the build in pg_stat_progress_create_index, on the top's table. */
@@ -112,6 +142,61 @@ progress_report(ConcurrentBuild *b, int64 phase)
 	pgstat_progress_start_command(PROGRESS_COMMAND_CREATE_INDEX,
 								  b->parts[0].table);
 	pgstat_progress_update_multi_param(lengthof(params), params, values);
+}
+
+/*
+ * Every table under "table", parents before children, partitions being
+ * detached included (as DefineIndex covers them), each locked in
+ * ShareUpdateExclusiveLock: taken before any ShareLock of the build's first
+ * transaction, so that it never holds writers back while it waits for a
+ * VACUUM or another DDL on a partition.
+ */
+List *
+gunique_concurrent_lock_tables(Oid table)
+{
+	List	   *tables = list_make1_oid(table);
+	ListCell   *lc;
+
+	LockRelationOid(table, ShareUpdateExclusiveLock);
+	foreach(lc, tables)
+	{
+		List	   *children;
+
+		if (get_rel_relkind(lfirst_oid(lc)) != RELKIND_PARTITIONED_TABLE)
+			continue;
+		children = find_inheritance_children_extended(lfirst_oid(lc), false,
+													  ShareUpdateExclusiveLock,
+													  NULL, NULL);
+		tables = list_concat(tables, children);
+	}
+	return tables;
+}
+
+/*
+ * Take or release, for the session, ShareUpdateExclusiveLock on every table
+ * and partitioned index of the tree, as CIC locks its table: writers go on;
+ * DDL, VACUUM and ALTER INDEX ... ATTACH PARTITION into the tree wait.
+ */
+static void
+session_locks(ConcurrentBuild *b, bool lock)
+{
+	for (int i = 0; i < b->nparts; i++)
+	{
+		BuildPart  *part = &b->parts[i];
+		LockRelId	table = {part->table, MyDatabaseId};
+		LockRelId	index = {part->index, MyDatabaseId};
+
+		if (lock)
+			LockRelationIdForSession(&table, ShareUpdateExclusiveLock);
+		else
+			UnlockRelationIdForSession(&table, ShareUpdateExclusiveLock);
+		if (!part->partitioned)
+			continue;
+		if (lock)
+			LockRelationIdForSession(&index, ShareUpdateExclusiveLock);
+		else
+			UnlockRelationIdForSession(&index, ShareUpdateExclusiveLock);
+	}
 }
 
 /* The member of the tree on "table", a partition of "parentindex". */
@@ -183,10 +268,10 @@ static void
 plan_build(ConcurrentBuild *b, MemoryContext cxt)
 {
 	Relation	top = index_open(b->top, AccessShareLock);
-	List	   *tables = find_all_inheritors(top->rd_index->indrelid,
-											 ShareUpdateExclusiveLock, NULL);
+	List	   *tables = gunique_concurrent_lock_tables(top->rd_index->indrelid);
 	ListCell   *lc;
 
+	gunique_refuse_foreign_partitions(top->rd_index->indrelid, NoLock);
 	b->relam = top->rd_rel->relam;
 	b->parts = MemoryContextAllocZero(cxt, sizeof(BuildPart) *
 									  list_length(tables));
@@ -210,10 +295,11 @@ plan_build(ConcurrentBuild *b, MemoryContext cxt)
 			b->nleaves++;
 		else if (!OidIsValid(part->index))
 		{
+			IndexStmt  *stmt = part_statement(part, parentindex);
 			ObjectAddress address;
 
-			address = gunique_define_partition_index(part->table,
-													 part_statement(part, parentindex),
+			gunique_concurrent_share_lock(part->table);
+			address = gunique_define_partition_index(part->table, stmt,
 													 parentindex);
 			part->index = address.objectId;
 			CommandCounterIncrement();
@@ -222,12 +308,7 @@ plan_build(ConcurrentBuild *b, MemoryContext cxt)
 	index_close(top, NoLock);
 
 	gunique_tree_set_unique(b->top, true);
-	for (int i = 0; i < b->nparts; i++)
-	{
-		LockRelId	relid = {b->parts[i].table, MyDatabaseId};
-
-		LockRelationIdForSession(&relid, ShareUpdateExclusiveLock);
-	}
+	session_locks(b, true);
 }
 
 /*
@@ -263,6 +344,8 @@ build_leaves(ConcurrentBuild *b, MemoryContext cxt)
 		b->leaves_done++;
 		/* DefineIndex leaves its caller to commit the leaf's validity */
 		next_transaction();
+		if (!OidIsValid(b->held))
+			hold_leaf(b);
 	}
 }
 
@@ -277,7 +360,8 @@ require_valid_leaves(ConcurrentBuild *b)
 	{
 		BuildPart  *part = &b->parts[i];
 
-		if (part->partitioned || get_index_isvalid(part->index))
+		if (part->partitioned || part->index == b->held ||
+			get_index_isvalid(part->index))
 			continue;
 		ereport(ERROR,
 				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
@@ -315,9 +399,12 @@ wait_for_writers(ConcurrentBuild *b)
 	list_free_deep(locktags);
 }
 
-/* Mark one partitioned index valid, as validatePartitionedIndex does. */
+/*
+ * Mark an index valid or not, its pg_index row alone, as
+ * validatePartitionedIndex marks a partitioned index valid.
+ */
 static void
-set_valid(Oid indexoid, Oid tableoid)
+set_valid(Oid indexoid, Oid tableoid, bool valid)
 {
 	Relation	pg_index = table_open(IndexRelationId, RowExclusiveLock);
 	HeapTuple	tup;
@@ -326,12 +413,37 @@ set_valid(Oid indexoid, Oid tableoid)
 	tup = SearchSysCacheCopy1(INDEXRELID, ObjectIdGetDatum(indexoid));
 	if (!HeapTupleIsValid(tup))
 		elog(ERROR, "cache lookup failed for index %u", indexoid);
-	((Form_pg_index) GETSTRUCT(tup))->indisvalid = true;
+	((Form_pg_index) GETSTRUCT(tup))->indisvalid = valid;
 	CatalogTupleUpdate(pg_index, &tup->t_self, tup);
 	heap_freetuple(tup);
 	table_close(pg_index, RowExclusiveLock);
-	/* plans of the table may now use the index, as after CIC */
+	/* plans of the table may now use the index, or no longer, as after CIC */
 	CacheInvalidateRelcacheByRelid(tableoid);
+}
+
+/*
+ * Until the tree is valid, one leaf, ready and complete, is held invalid:
+ * pg_dump leaves invalid indexes out, so a dump or pg_upgrade of a build
+ * that failed or was cut short restores the tree incomplete, hence
+ * invalid, and never checked as a whole over empty tables (src/README,
+ * 4.11).  Inserts and probes use it as any ready leaf.
+ */
+static void
+hold_leaf(ConcurrentBuild *b)
+{
+	for (int i = 1; i < b->nparts && !OidIsValid(b->held); i++)
+	{
+		if (b->parts[i].partitioned || !get_index_isvalid(b->parts[i].index))
+			continue;
+		b->held = b->parts[i].index;
+		b->heldtable = b->parts[i].table;
+	}
+	if (!OidIsValid(b->held))
+		return;
+	PushActiveSnapshot(GetTransactionSnapshot());
+	set_valid(b->held, b->heldtable, false);
+	PopActiveSnapshot();
+	next_transaction();
 }
 
 /* Step 5: the partitioned indexes become valid, children first. */
@@ -340,10 +452,12 @@ validate_tree(ConcurrentBuild *b)
 {
 	PushActiveSnapshot(GetTransactionSnapshot());
 	require_valid_leaves(b);
+	if (OidIsValid(b->held))
+		set_valid(b->held, b->heldtable, true);
 	for (int i = b->nparts - 1; i >= 0; i--)
 	{
 		if (b->parts[i].partitioned && !get_index_isvalid(b->parts[i].index))
-			set_valid(b->parts[i].index, b->parts[i].table);
+			set_valid(b->parts[i].index, b->parts[i].table, true);
 	}
 	CommandCounterIncrement();
 	PopActiveSnapshot();
@@ -354,10 +468,13 @@ static void
 complete_tree(ConcurrentBuild *b, MemoryContext cxt)
 {
 	build_leaves(b, cxt);
+	if (!OidIsValid(b->held))
+		hold_leaf(b);
 
 	PushActiveSnapshot(GetTransactionSnapshot());
 	require_valid_leaves(b);
 	PopActiveSnapshot();
+	gunique_summary_forget_groups(b->top);
 	wait_for_writers(b);
 
 	PushActiveSnapshot(GetTransactionSnapshot());
@@ -368,12 +485,7 @@ complete_tree(ConcurrentBuild *b, MemoryContext cxt)
 	validate_tree(b);
 	next_transaction();
 
-	for (int i = 0; i < b->nparts; i++)
-	{
-		LockRelId	relid = {b->parts[i].table, MyDatabaseId};
-
-		UnlockRelationIdForSession(&relid, ShareUpdateExclusiveLock);
-	}
+	session_locks(b, false);
 	pgstat_progress_end_command();
 }
 
@@ -382,8 +494,8 @@ complete_tree(ConcurrentBuild *b, MemoryContext cxt)
  * with it, unless the error already does.  The session locks go with the
  * transaction's abort.
  */
-static void
-rethrow_with_hint(MemoryContext cxt, const char *topname)
+void
+gunique_concurrent_rethrow(MemoryContext cxt, const char *topname)
 {
 	ErrorData  *edata;
 
@@ -426,7 +538,7 @@ gunique_concurrent_complete(Oid topindex, bool reindex)
 	}
 	PG_CATCH();
 	{
-		rethrow_with_hint(cxt, topname);
+		gunique_concurrent_rethrow(cxt, topname);
 	}
 	PG_END_TRY();
 	MemoryContextDelete(cxt);

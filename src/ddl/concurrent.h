@@ -10,6 +10,12 @@
 #ifndef GUNIQUE_CONCURRENT_H
 #define GUNIQUE_CONCURRENT_H
 
+#include "nodes/pg_list.h"
+
 extern void gunique_concurrent_complete(Oid topindex, bool reindex);
+extern void gunique_concurrent_share_lock(Oid relid);
+extern List *gunique_concurrent_lock_tables(Oid table);
+extern void gunique_concurrent_rethrow(MemoryContext cxt,
+									   const char *topname);
 
 #endif							/* GUNIQUE_CONCURRENT_H */

@@ -59,6 +59,7 @@
 #include "catalog/index.h"
 #include "catalog/namespace.h"
 #include "catalog/objectaccess.h"
+#include "catalog/partition.h"
 #include "catalog/pg_class.h"
 #include "catalog/pg_database.h"
 #include "catalog/pg_index.h"
@@ -412,6 +413,8 @@ prepare_concurrent(UtilityCall *call, IndexStmt *stmt, Oid tableoid)
 	if (get_rel_persistence(tableoid) == RELPERSISTENCE_TEMP)
 		return false;
 	stmt->relation->inh = false;
+	list_free(gunique_concurrent_lock_tables(tableoid));
+	gunique_concurrent_share_lock(tableoid);
 	return true;
 }
 
@@ -482,7 +485,9 @@ static void
 reindex(UtilityCall *call)
 {
 	ReindexStmt *stmt = (ReindexStmt *) call->pstmt->utilityStmt;
+	MemoryContext oldcxt = CurrentMemoryContext;
 	Oid			index = InvalidOid;
+	char	   *topname;
 
 	if (stmt->kind == REINDEX_OBJECT_INDEX && reindex_concurrently(stmt))
 		index = RangeVarGetRelid(stmt->relation, NoLock, true);
@@ -495,7 +500,17 @@ reindex(UtilityCall *call)
 		call_standard(call, false);
 		return;
 	}
-	call_standard(call, false);
+	/* PostgreSQL's rebuild of the leaves failing leaves the top invalid */
+	topname = get_rel_name(index);
+	PG_TRY();
+	{
+		call_standard(call, false);
+	}
+	PG_CATCH();
+	{
+		gunique_concurrent_rethrow(oldcxt, topname);
+	}
+	PG_END_TRY();
 	gunique_concurrent_complete(index, true);
 }
 
@@ -589,6 +604,7 @@ attach_table(UtilityCall *call, AlterTableStmt *stmt, PartitionCmd *cmd)
 	Oid			child;
 	List	   *tops;
 	List	   *valid_tops = NIL;
+	bool		locked_before;
 	ListCell   *lc;
 
 	if (!OidIsValid(parent) || (tops = gunique_tops_of_table(parent)) == NIL)
@@ -598,25 +614,39 @@ attach_table(UtilityCall *call, AlterTableStmt *stmt, PartitionCmd *cmd)
 	}
 
 	/*
+	 * One tree-changing ATTACH at a time per tree: two into different
+	 * partitioned tables of one tree would each check its keys without the
+	 * other's.  ShareUpdateExclusiveLock on the top conflicts with itself
+	 * only (and CREATE INDEX CONCURRENTLY's session lock), not with
+	 * inserters.
+	 *
 	 * A tree that was valid before held unique keys: only the attached rows
 	 * need checking against it (merge.c).  One that becomes valid now is
 	 * checked whole.
 	 */
 	foreach(lc, tops)
 	{
+		LockRelationOid(lfirst_oid(lc), ShareUpdateExclusiveLock);
 		if (gunique_index_is_valid(lfirst_oid(lc)))
 			valid_tops = lappend_oid(valid_tops, lfirst_oid(lc));
 	}
 
 	/*
-	 * The check locks every leaf's writers out (ShareLock): do it before
-	 * PostgreSQL locks a default partition (AccessExclusiveLock), which an
-	 * insert into another partition that holds its own and probes may wait
-	 * for: taken after, the check would wait for that insert, and the
-	 * insert for it (src/README, "Lock order").
+	 * The check locks every leaf's writers out (ShareLock).  With a default
+	 * partition, do it before PostgreSQL locks that (AccessExclusiveLock):
+	 * an insert into another partition that holds its own and probes may
+	 * wait for it, and taken after, the check would wait for that insert,
+	 * and the insert for it (src/README, "Lock order").  Without one, the
+	 * check locks them after PostgreSQL's part of the ATTACH (the scan of
+	 * the partition's rows for its bound, the build of its missing index),
+	 * which then keeps no writer out.
 	 */
-	foreach(lc, valid_tops)
-		gunique_check_tree_lock(lfirst_oid(lc));
+	locked_before = OidIsValid(get_default_partition_oid(parent));
+	if (locked_before)
+	{
+		foreach(lc, valid_tops)
+			gunique_check_tree_lock(lfirst_oid(lc));
+	}
 
 	/* ATExecAttachPartition locks the table being attached this way. */
 	child = RangeVarGetRelid(cmd->name, AccessExclusiveLock, true);
@@ -639,8 +669,16 @@ attach_table(UtilityCall *call, AlterTableStmt *stmt, PartitionCmd *cmd)
 	{
 		Oid			top = lfirst_oid(lc);
 
-		finish_tree(top, child,
-					list_member_oid(valid_tops, top) ? child : InvalidOid);
+		if (!list_member_oid(valid_tops, top))
+			finish_tree(top, child, InvalidOid);
+		else if (locked_before)
+			finish_tree(top, child, child);
+		else
+		{
+			/* writers are let in but for the end (merge.c) */
+			gunique_tree_set_unique(top, true);
+			gunique_check_attached(top, child);
+		}
 	}
 }
 
@@ -711,6 +749,44 @@ lock_validation_path(AlterTableStmt *stmt, PartitionCmd *cmd)
 	}
 }
 
+/*
+ * An ALTER INDEX ... ATTACH PARTITION that completes a gunique tree merges
+ * it with every leaf's table in ShareLock.  PostgreSQL first locks the
+ * attached index in AccessExclusiveLock: a writer already holding its
+ * partition would then wait for the index while the merge waited for the
+ * partition.  So take the partitions' ShareLock first, as an insert takes
+ * a partition before its indexes; after the validation path, which locks
+ * the tables above top down.  Only for the index's owner, as there.
+ */
+static void
+lock_completed_tree(AlterTableStmt *stmt, PartitionCmd *cmd)
+{
+	Oid			parent = RangeVarGetRelid(stmt->relation, NoLock, true);
+	Oid			child = RangeVarGetRelid(cmd->name, NoLock, true);
+	Oid			table;
+	List	   *tables;
+	ListCell   *lc;
+
+	if (!OidIsValid(parent) || !OidIsValid(child) ||
+		get_rel_relkind(parent) != RELKIND_PARTITIONED_INDEX ||
+		!gunique_is_gunique_index(parent) ||
+		!gunique_relation_owned(parent) ||
+		!gunique_attach_completes_top(parent, child))
+		return;
+	/* one tree-changing ATTACH at a time per tree, as attach_table */
+	LockRelationOid(gunique_tree_top(parent), ShareUpdateExclusiveLock);
+	table = IndexGetRelation(gunique_tree_top(parent), true);
+	if (!OidIsValid(table))
+		return;
+	tables = find_all_inheritors(table, NoLock, NULL);
+	foreach(lc, tables)
+	{
+		if (get_rel_relkind(lfirst_oid(lc)) != RELKIND_PARTITIONED_TABLE)
+			LockRelationOid(lfirst_oid(lc), ShareLock);
+	}
+	list_free(tables);
+}
+
 /* ALTER INDEX parent ATTACH PARTITION child */
 static void
 attach_index(UtilityCall *call, AlterTableStmt *stmt, PartitionCmd *cmd)
@@ -720,6 +796,7 @@ attach_index(UtilityCall *call, AlterTableStmt *stmt, PartitionCmd *cmd)
 	bool		was_valid;
 
 	lock_validation_path(stmt, cmd);
+	lock_completed_tree(stmt, cmd);
 	parent = RangeVarGetRelid(stmt->relation, NoLock, true);
 	if (!OidIsValid(parent) || !gunique_is_gunique_index(parent))
 	{

@@ -21,6 +21,7 @@
 #include "access/relscan.h"
 #include "access/table.h"
 #include "access/tableam.h"
+#include "access/xlog.h"
 #include "catalog/index.h"
 #include "catalog/partition.h"
 #include "catalog/pg_index.h"
@@ -116,8 +117,17 @@ typedef struct MergeState
 	void	   *callback_arg;
 } MergeState;
 
+/* How a check keeps writers out (check_tree). */
+typedef enum CheckMode
+{
+	CHECK_LOCKED,				/* ShareLock on every leaf throughout */
+	CHECK_CONCURRENT,			/* writers run: CREATE INDEX CONCURRENTLY */
+	CHECK_ATTACHED_ONLINE		/* writers run, then ShareLock for what
+								 * changed: ATTACH to a valid tree */
+} CheckMode;
+
 static void check_tree(Oid topindexoid, Oid attached, Oid only_attached,
-					   bool concurrently);
+					   CheckMode mode);
 
 typedef struct MergeEntry
 {
@@ -231,6 +241,15 @@ merge_cursor_next(MergeState *state, MergeCursor *cursor)
 		merge_cursor_count_pages(cursor);
 		if (itup == NULL)
 			return false;
+		if (cursor->reader.high_key)
+		{
+			/* a page passed over: the pages right of it hold keys >= it */
+			cursor->values[0] = index_getattr(itup, 1, desc,
+											  &cursor->isnull[0]);
+			if (merge_cursor_in_range(state, cursor) > 0)
+				return false;
+			continue;
+		}
 		for (int i = 0; i < state->nkeys; i++)
 			cursor->values[i] = index_getattr(itup, i + 1, desc,
 											  &cursor->isnull[i]);
@@ -382,6 +401,28 @@ merge_restrict_to_attached(MergeState *state, List *leaves, Oid attached)
 		cursor->last = range.last;
 	}
 	pfree(isnew);
+}
+
+/*
+ * ATTACH's second pass (gunique_check_attached): the old leaves' entries
+ * were merged already with writers running, so only pages changed since
+ * are read again.  Not for a btree without WAL (unlogged, temporary),
+ * whose pages keep no LSN: read over the range again.
+ */
+static void
+merge_only_changed(MergeState *state, List *leaves, Oid attached,
+				   XLogRecPtr min_lsn)
+{
+	ListCell   *lc;
+
+	foreach(lc, leaves)
+	{
+		MergeCursor *cursor = &state->cursors[foreach_current_index(lc)];
+
+		if (!leaf_is_attached(lfirst(lc), attached) &&
+			RelationNeedsWAL(cursor->index))
+			cursor->reader.min_lsn = min_lsn;
+	}
 }
 
 /*
@@ -689,7 +730,8 @@ merge_fill_begin(MergeState *state, Relation topindex)
 	for (int c = 0; c < state->ncursors; c++)
 	{
 		indexes[c] = state->cursors[c].index;
-		whole[c] = !state->cursors[c].bounded && !state->cursors[c].skip;
+		whole[c] = !state->cursors[c].bounded && !state->cursors[c].skip &&
+			state->cursors[c].reader.min_lsn == InvalidXLogRecPtr;
 	}
 	state->summaries = gunique_summary_merge_begin(topindex, indexes, whole,
 												   state->ncursors);
@@ -750,7 +792,7 @@ merge_run(MergeState *state)
 /* gunique_merge_tree, reporting its progress or not. */
 static int64
 merge_tree(Oid topindexoid, LOCKMODE lockmode, Snapshot snapshot,
-		   Oid attached, bool fill_filters,
+		   Oid attached, XLogRecPtr min_lsn, bool fill_filters,
 		   GuniqueDuplicateCallback callback, void *arg, bool progress)
 {
 	Relation	topindex = index_open(topindexoid, AccessShareLock);
@@ -773,6 +815,8 @@ merge_tree(Oid topindexoid, LOCKMODE lockmode, Snapshot snapshot,
 						  lfirst(lc), lockmode, strategy);
 	if (OidIsValid(attached) && !state->nulls_not_distinct)
 		merge_restrict_to_attached(state, leaves, attached);
+	if (min_lsn != InvalidXLogRecPtr)
+		merge_only_changed(state, leaves, attached, min_lsn);
 	if (!fill_filters)
 		merge_run(state);
 	else
@@ -847,8 +891,8 @@ gunique_merge_tree(Oid topindexoid, LOCKMODE lockmode, Snapshot snapshot,
 				   Oid attached, bool fill_filters,
 				   GuniqueDuplicateCallback callback, void *arg)
 {
-	return merge_tree(topindexoid, lockmode, snapshot, attached, fill_filters,
-					  callback, arg, false);
+	return merge_tree(topindexoid, lockmode, snapshot, attached,
+					  InvalidXLogRecPtr, fill_filters, callback, arg, false);
 }
 
 /*
@@ -866,7 +910,25 @@ gunique_merge_tree(Oid topindexoid, LOCKMODE lockmode, Snapshot snapshot,
 void
 gunique_check_tree(Oid topindexoid, Oid attached, Oid only_attached)
 {
-	check_tree(topindexoid, attached, only_attached, false);
+	check_tree(topindexoid, attached, only_attached, CHECK_LOCKED);
+}
+
+/*
+ * The check of an ATTACH to a valid tree, "attached" the attached table,
+ * which the ATTACH holds in AccessExclusiveLock: first over the attached
+ * keys' range with writers running, rows judged once their transactions
+ * end; again so, over the old leaves' pages changed since the first pass
+ * began; then with writers locked out (ShareLock), over those changed
+ * since the second began.  The attached leaves are read whole each time.
+ * An old entry on a page no WAL record changed since a pass began was
+ * merged in that pass, against the same attached keys, and its row's
+ * liveness was final (a committed deletion or an aborted insertion is not
+ * undone).  See src/README, "DDL and the merge".
+ */
+void
+gunique_check_attached(Oid topindexoid, Oid attached)
+{
+	check_tree(topindexoid, attached, attached, CHECK_ATTACHED_ONLINE);
 }
 
 /*
@@ -879,27 +941,43 @@ gunique_check_tree(Oid topindexoid, Oid attached, Oid only_attached)
 void
 gunique_check_tree_concurrently(Oid topindexoid)
 {
-	check_tree(topindexoid, InvalidOid, InvalidOid, true);
+	check_tree(topindexoid, InvalidOid, InvalidOid, CHECK_CONCURRENT);
 }
 
 static void
-check_tree(Oid topindexoid, Oid attached, Oid only_attached, bool concurrently)
+check_tree(Oid topindexoid, Oid attached, Oid only_attached, CheckMode mode)
 {
 	Relation	topindex = index_open(topindexoid, AccessShareLock);
 	CheckFirst	first = {0};
 	int64		nduplicates;
 	bool		started;
 	bool		progress;
+	XLogRecPtr	min_lsn = InvalidXLogRecPtr;
 
 	progress = merge_progress_start(topindex, &started);
-	if (concurrently)
+	if (mode == CHECK_CONCURRENT)
 		nduplicates = merge_tree(topindexoid, AccessShareLock, NULL,
-								 InvalidOid, false,
+								 InvalidOid, InvalidXLogRecPtr, false,
 								 check_remember_first, &first, progress);
 	else
-		nduplicates = merge_tree(topindexoid, ShareLock, SnapshotSelf,
-								 only_attached, true,
-								 check_remember_first, &first, progress);
+	{
+		nduplicates = 0;
+		/* twice with writers running: the second reads what the first let in */
+		for (int pass = 0; mode == CHECK_ATTACHED_ONLINE && pass < 2 &&
+			 nduplicates == 0; pass++)
+		{
+			XLogRecPtr	start = GetXLogInsertRecPtr();
+
+			nduplicates = merge_tree(topindexoid, AccessShareLock, NULL,
+									 only_attached, min_lsn, false,
+									 check_remember_first, &first, progress);
+			min_lsn = start;
+		}
+		if (nduplicates == 0)
+			nduplicates = merge_tree(topindexoid, ShareLock, SnapshotSelf,
+									 only_attached, min_lsn, true,
+									 check_remember_first, &first, progress);
+	}
 	if (nduplicates > 0)
 		check_report(&first, nduplicates, topindex, attached);
 	if (started)

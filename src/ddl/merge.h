@@ -28,5 +28,6 @@ extern void gunique_check_tree(Oid topindex, Oid attached,
 							   Oid only_attached);
 extern void gunique_check_tree_lock(Oid topindex);
 extern void gunique_check_tree_concurrently(Oid topindex);
+extern void gunique_check_attached(Oid topindex, Oid attached);
 
 #endif							/* GUNIQUE_MERGE_H */

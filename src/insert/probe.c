@@ -410,7 +410,8 @@ probe_keeps_key(ProbeGroup *pg, ProbeScan *own, Datum *values, bool *isnull,
 	ProbeScanContext cxt;
 	bool		kept;
 
-	if (own == NULL)
+	/* I8 rests on the old version's key being unique: a valid tree */
+	if (own == NULL || !pg->valid)
 		return false;
 	gunique_probescan_enter(pg->stmt, &cxt);
 	kept = gunique_update_keeps_key(own, pg->nkeys, values, isnull, heap_tid);

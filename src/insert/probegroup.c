@@ -70,6 +70,7 @@ group_set_key(ProbeGroup *pg, GuniqueScope *scope)
 	pg->topindex = scope->topindex;
 	pg->nkeys = scope->nkeys;
 	pg->nulls_not_distinct = scope->nulls_not_distinct;
+	pg->valid = scope->valid;
 }
 
 /*
@@ -144,7 +145,9 @@ group_open(ProbeGroup *pg, GuniqueLeaf *leaves, int nleaves)
 
 /*
  * The summary that holds a group's key filter: the group's top index, a
- * partitioned index of the tree, locked with it.
+ * partitioned index of the tree, locked with it.  Asked for only while the
+ * tree's top is valid: until then leaves join groups without a merge that
+ * fills their filters (src/README, I6).
  */
 static GuniqueSummary *
 group_summary(Oid group)
@@ -290,7 +293,7 @@ group_make_whole(ProbeGroup *pg, GuniqueLeaf *leaves, int nleaves, int self,
 	pg->self = self;
 	group_open(pg, leaves, nleaves);
 	/* kept up to date always, used only by groups of many leaves */
-	pg->group_summary = group_summary(pg->group);
+	pg->group_summary = pg->valid ? group_summary(pg->group) : NULL;
 	pg->loc = group_locator(pg);
 	if (shared)
 		group_own(pg);
@@ -412,7 +415,7 @@ group_fill(ProbeGroup *pg, Relation index, GuniqueScope *scope,
 	pg->own_summary = gunique_summary_for(index);
 	if (pg->needed && light)
 	{
-		pg->group_summary = group_summary(place->group);
+		pg->group_summary = pg->valid ? group_summary(place->group) : NULL;
 		pg->light = pg->group_summary != NULL;
 		result = pg->light;
 		if (pg->light && pg->ll == NULL)
@@ -481,7 +484,7 @@ group_build(InsertCache *cache, Relation index, bool skip_self,
 
 		/* Lock the tree only if another leaf can hold the keys. */
 		scope = gunique_scope_for_leaf(index, &place, GUNIQUE_LOCK_NONE);
-		light = light_ok && group_light_possible(&place);
+		light = light_ok && scope->valid && group_light_possible(&place);
 		if (place.count > (skip_self ? 0 : 1))
 		{
 			refuse_user_comparison(index);

@@ -71,9 +71,10 @@ typedef struct ProbeGroup
 	/* A light group's leaves (see LightLeaves), or NULL */
 	struct LightLeaves *ll;
 
-	/* The key, as in GuniqueScope. */
+	/* The key, and the top's validity, as in GuniqueScope. */
 	int			nkeys;
 	bool		nulls_not_distinct;
+	bool		valid;
 } ProbeGroup;
 
 extern ProbeGroup *gunique_probegroup_for(IndexInfo *indexInfo,

@@ -310,6 +310,7 @@ gunique_builder_build_group(Relation index, bool force)
 	Relation	groupindex;
 	GuniqueSummary *group = NULL;
 	char		tree_changed = 0;
+	bool		valid;
 	int			n;
 	int			built = 0;
 
@@ -318,6 +319,7 @@ gunique_builder_build_group(Relation index, bool force)
 		uint64		generation;
 
 		scope = gunique_scope_for_leaf(index, &place, GUNIQUE_LOCK_ALL);
+		valid = scope->valid;
 		generation = gunique_scope_generation();
 		n = place.count;
 		oids = palloc(sizeof(Oid) * Max(n, 1));
@@ -337,12 +339,12 @@ gunique_builder_build_group(Relation index, bool force)
 	if (n < 2)
 		goto done;
 	/*
-	 * A group's filter only for a valid group index: until then leaves may
-	 * join it without a merge that fills the filter (CREATE INDEX
-	 * CONCURRENTLY, ALTER INDEX ... ATTACH PARTITION; src/README, I6).
+	 * A group's filter only while the tree's top is valid: until then
+	 * leaves may join the group without a merge that fills the filter
+	 * (CREATE INDEX CONCURRENTLY, ATTACH to an invalid tree; src/README,
+	 * I6).  The scope is current as of the leaves' locks.
 	 */
-	if (groupindex->rd_rel->relkind == RELKIND_PARTITIONED_INDEX &&
-		groupindex->rd_index->indisvalid)
+	if (groupindex->rd_rel->relkind == RELKIND_PARTITIONED_INDEX && valid)
 		group = gunique_summary_for(groupindex);
 	builder_progress(n, 0);
 	for (int i = 0; i < n; i++)

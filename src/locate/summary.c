@@ -1120,6 +1120,27 @@ summary_forget_subgroups(Relation topindex)
 }
 
 /*
+ * A tree whose top is not valid will be (concurrent.c): forget the group
+ * filters of its partitioned indexes, which leaves may have joined without
+ * a merge that filled them (an ATTACH to the invalid tree).  Nobody reads
+ * or builds them while the top is not valid (scope.c, builder.c); a reader
+ * from before is waited out before they are freed (summary_free_detached).
+ */
+void
+gunique_summary_forget_groups(Oid topindex)
+{
+	List	   *members = find_all_inheritors(topindex, NoLock, NULL);
+	ListCell   *lc;
+
+	foreach(lc, members)
+	{
+		if (get_rel_relkind(lfirst_oid(lc)) == RELKIND_PARTITIONED_INDEX)
+			summary_forget(lfirst_oid(lc));
+	}
+	list_free(members);
+}
+
+/*
  * End every fill of a merge that has begun: publish each, or abandon it
  * (its entry keeps the filter it had).
  */

@@ -122,6 +122,7 @@ extern void gunique_summary_build_group_filter(GuniqueSummary *group,
 /* DDL */
 extern void gunique_summary_leaf_rebuilt(Relation heap, Relation index);
 extern void gunique_summary_index_dropped(Oid indexoid);
+extern void gunique_summary_forget_groups(Oid topindex);
 extern void gunique_summary_database_gone(Oid dbid);
 extern GuniqueSummarySaved *gunique_summary_save_all(int *n, int wait_ms);
 extern bool gunique_summary_load(const GuniqueSummarySaved *saved);

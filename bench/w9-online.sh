@@ -36,9 +36,9 @@
 #                         its bound (no scan for the bound); the writers
 #                         write the other partitions (gunique only)
 #
-# Contenders: "gunique" is the partitioned table w9, "single" the
-# unpartitioned w9s with PostgreSQL's btree: for each, the writers run on
-# that table.  Order within a run: baseline; then odd runs create first
+# Contenders (of --contenders, at least one of the two): "gunique" is the
+# partitioned table w9, "single" the unpartitioned w9s with PostgreSQL's
+# btree: for each, the writers run on that table.  Order within a run: baseline; then odd runs create first
 # (then the index dropped), even runs create-concurrently, reindex and
 # attach first and create last; odd runs measure w9 before w9s, even runs
 # w9s first.  Between operations (writers stopped, untimed): VACUUM and a
@@ -70,17 +70,19 @@ W9_P=1000000007                 # keys of loaded and inserted rows are below it,
 
 workload_9()
 {
-	local run
+	local run c
+	wanted gunique || wanted single || die "workload 9 runs the contenders gunique and single: name one of them"
 	w9_load
 	mkdir -p "$OUT/w9"
 	for ((run = 1; run <= RUNS; run++)); do
-		if [ $((run % 2)) = 1 ]; then
-			w9_partitioned "$run"
-			w9_single "$run"
-		else
-			w9_single "$run"
-			w9_partitioned "$run"
-		fi
+		# odd runs measure the partitioned table first, even runs the other
+		for c in $([ $((run % 2)) = 1 ] && echo gunique single || echo single gunique); do
+			wanted "$c" || continue
+			case "$c" in
+			gunique) w9_partitioned "$run" ;;
+			single) w9_single "$run" ;;
+			esac
+		done
 		w9_reset
 	done
 	echo "DROP TABLE IF EXISTS w9, w9s, w9_new; DROP SEQUENCE IF EXISTS w9_next, w9_newkey;" | sql >/dev/null

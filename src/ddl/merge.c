@@ -973,10 +973,21 @@ check_tree(Oid topindexoid, Oid attached, Oid only_attached, CheckMode mode)
 									 check_remember_first, &first, progress);
 			min_lsn = start;
 		}
+		/*
+		 * The last pass of an online ATTACH fills no filter: reading the
+		 * attached keys again to fill them would keep the writers out for
+		 * longer than the merge.  The attached leaves' own filters hold
+		 * their keys already (every insert sets its leaf's bits, I6); the
+		 * group filters, which lack them, are forgotten, with the writers
+		 * and the builder still out, and built again on demand.
+		 */
 		if (nduplicates == 0)
 			nduplicates = merge_tree(topindexoid, ShareLock, SnapshotSelf,
-									 only_attached, min_lsn, true,
+									 only_attached, min_lsn,
+									 mode != CHECK_ATTACHED_ONLINE,
 									 check_remember_first, &first, progress);
+		if (nduplicates == 0 && mode == CHECK_ATTACHED_ONLINE)
+			gunique_summary_forget_groups(topindexoid);
 	}
 	if (nduplicates > 0)
 		check_report(&first, nduplicates, topindex, attached);

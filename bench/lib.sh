@@ -94,7 +94,7 @@ scale_params()
 	W9_CLIENTS=4
 	W9_RATE=${BENCH_W9_RATE:-1000}    # the writers' transactions per second, in all; 0: unthrottled
 	[[ "$W9_RATE" =~ ^[0-9]+$ ]] || die "BENCH_W9_RATE: '$W9_RATE' is not a rate (transactions per second, 0 for unthrottled)"
-	W9_WARM=2 W9_TAIL=1               # seconds of writers before and after each timed statement
+	W9_WARM=2 W9_TAIL=3               # seconds of writers before and after each timed statement
 	W5_KEYS=${BENCH_W5_KEYS:-random correlated uuid}
 	# BENCH_W5_NOSAVE=1: a second clean restart, without gunique's save file
 	W5_NOSAVE=

@@ -510,7 +510,8 @@ if ($val{w9}) {
 		return @s > 1 ? "$m [" . $f->($count, $s[0]) . '–' . $f->($count, $s[-1]) . ']' : $m;
 	};
 	my @steps = (['seconds', 'statement (s)'], ['stall', 'longest wait (ms)'], ['p99', 'p99 (ms)'], ['p50', 'p50 (ms)'],
-				 ['over-1s', 'waits over 1 s'], ['tps', 'writers\' tps']);
+				 ['over-1s', 'waits over 1 s'], ['tps', 'writers\' tps'],
+				 ['stall-after', 'longest wait begun after it (ms)']);
 	for my $c (grep { my $c = $_; grep { $v->{$_}{seconds}{$c} } @ops } qw(gunique single)) {
 		p "### ", ($c eq 'gunique' ? 'gunique: the partitioned table' : 'single: one table, btree'), "\n\n";
 		my $base = $v->{baseline}{tps}{$c};
@@ -555,6 +556,13 @@ if ($val{w9}) {
 		push @t, sprintf("- %s: no writer waits more than 1 s: %s (longest wait %s to %s ms over %d run%s)\n", $title{$op},
 			@over ? 'not met in ' . scalar(@over) . ' of ' . scalar(keys %$runs) . ' runs' : 'met in every run',
 			fmt($s[0]), fmt($s[-1]), scalar @s, @s == 1 ? '' : 's');
+		if (my $aft = $byrun{w9}{$op}{'stall-after'}{gunique}) {
+			my @ao = grep { $aft->{$_} > 1000 } keys %$aft;
+			my @as = sort { $a <=> $b } values %$aft;
+			push @t, sprintf("  - and in the seconds after it, writers that began once it had ended: %s (longest %s to %s ms)\n",
+				@ao ? 'a wait over 1 s in ' . scalar(@ao) . ' of ' . scalar(keys %$aft) . ' runs' : 'none waited over 1 s',
+				fmt($as[0]), fmt($as[-1]));
+		}
 	}
 	if (my $r = $pair->('create-concurrently', 'gunique', 'create', 'gunique')) {
 		my $runs = $byrun{w9}{'create-concurrently'}{seconds}{gunique};

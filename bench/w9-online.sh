@@ -48,7 +48,9 @@
 # clock around it), and over the writers' transactions that overlap it
 # (began before it ended, ended after it began): the longest latency (the
 # stall, ms), p99 and p50, the count of those that took more than 1 s,
-# and the writers' tps (transactions that ended within it, per second).
+# and the writers' tps (transactions that ended within it, per second);
+# and the longest latency of the transactions that began in the W9_TAIL
+# seconds after it (stall-after).
 # A per-second timeline of each operation (transactions ended, their
 # longest latency) goes to OUT/w9/.
 #
@@ -206,9 +208,12 @@ w9_timed()
 }
 
 # w9_stats T0 T1 TIMELINE: the writers' transactions against the window
-# [T0, T1] from their logs: prints "N STALL_MS P99_MS P50_MS SLOW TPS"
-# (N, the latencies and SLOW, those over 1 s, of the transactions that
-# overlap the window; TPS of those that ended in it) and writes the
+# [T0, T1] from their logs: prints "N STALL_MS P99_MS P50_MS SLOW TPS
+# AFTER_MS" (N, the latencies and SLOW, those over 1 s, of the
+# transactions that overlap the window; TPS of those that ended in it;
+# AFTER_MS the longest latency of those that began after it, in the
+# tail: what the statement left behind, as caches or filters built
+# again) and writes the
 # per-second timeline (seconds from T0, transactions ended, their longest
 # latency in ms) to TIMELINE.  Dies if a client wrote nothing after T1:
 # it was not running through the whole window.
@@ -225,6 +230,7 @@ w9_stats()
 		$n{$s}++;
 		$m{$s} = $lat if !defined $m{$s} || $lat > $m{$s};
 		$ended++ if $end >= $t0 && $end <= $t1;
+		$after = $lat if $begin >= $t1 && (!defined $after || $lat > $after);
 		next unless $begin < $t1 && $end > $t0;
 		push @l, $lat;
 		$slow++ if $lat > 1000;
@@ -236,8 +242,9 @@ w9_stats()
 			printf $f "%d\t%d\t%.3f\n", $_, $n{$_}, $m{$_} for sort { $a <=> $b } keys %n;
 			close $f;
 			@l = sort { $a <=> $b } @l;
-			printf "%d %.3f %.3f %.3f %d %.1f\n", scalar @l, $l[-1], $l[int(0.99 * $#l)], $l[int(0.5 * $#l)],
-			  $slow // 0, ($ended // 0) / ($t1 - $t0);
+			die "w9: no transaction began after the window\n" unless defined $after;
+			printf "%d %.3f %.3f %.3f %d %.1f %.3f\n", scalar @l, $l[-1], $l[int(0.99 * $#l)], $l[int(0.5 * $#l)],
+			  $slow // 0, ($ended // 0) / ($t1 - $t0), $after;
 		}' "$@"
 }
 
@@ -246,25 +253,26 @@ w9_stats()
 # statement's seconds and the writers' latencies and rate over it.
 w9_op()
 {
-	local c=$1 run=$2 op=$3 t=$4 stmt=$5 t0 t1 secs n stall p99 p50 slow tps
+	local c=$1 run=$2 op=$3 t=$4 stmt=$5 t0 t1 secs n stall p99 p50 slow tps after
 	echo "VACUUM $t; CHECKPOINT;" | sql >/dev/null
 	w9_writers_start "$t" "$op-$c-$run"
 	sleep "$W9_WARM"
 	read -r t0 t1 <<<"$(w9_timed "$stmt")" || die "w9: $op on $t failed (see $OUT/logs/sql.log)"
 	sleep "$W9_TAIL"
 	w9_writers_stop
-	read -r n stall p99 p50 slow tps <<<"$(w9_stats "$t0" "$t1" "$OUT/w9/timeline-$op-$c-$run.tsv")"
-	[ -n "$tps" ] || die "w9: no statistics of the writers over $op"
+	read -r n stall p99 p50 slow tps after <<<"$(w9_stats "$t0" "$t1" "$OUT/w9/timeline-$op-$c-$run.tsv")"
+	[ -n "$after" ] || die "w9: no statistics of the writers over $op"
 	secs=$(perl -e 'printf "%.3f", $ARGV[1] - $ARGV[0]' "$t0" "$t1")
 	record w9 "$op" seconds "$c" "$run" "$secs" s
 	record w9 "$op" stall "$c" "$run" "$stall" ms
+	record w9 "$op" stall-after "$c" "$run" "$after" ms
 	record w9 "$op" p99 "$c" "$run" "$p99" ms
 	record w9 "$op" p50 "$c" "$run" "$p50" ms
 	record w9 "$op" over-1s "$c" "$run" "$slow" count
 	record w9 "$op" tps "$c" "$run" "$tps" tps
 	record w9 "$op" transactions "$c" "$run" "$n" count
 	record w9 "$op" load "$c" "$run" "$(cut -d' ' -f1 /proc/loadavg)" load
-	log "  w9 $op $c run $run: ${secs}s; writers: $n transactions, longest ${stall} ms, p99 ${p99} ms, p50 ${p50} ms, $slow over 1 s, $tps tps"
+	log "  w9 $op $c run $run: ${secs}s; writers: $n transactions, longest ${stall} ms, p99 ${p99} ms, p50 ${p50} ms, $slow over 1 s, $tps tps; longest of those begun in the ${W9_TAIL}s after it: ${after} ms"
 }
 
 # w9_verify CONTENDER OP TABLE INDEX: no key twice, the index sound, and a

@@ -512,6 +512,8 @@ if ($val{w9}) {
 	my @steps = (['seconds', 'statement (s)'], ['stall', 'longest wait (ms)'], ['p99', 'p99 (ms)'], ['p50', 'p50 (ms)'],
 				 ['over-1s', 'waits over 1 s'], ['tps', 'writers\' tps'],
 				 ['stall-after', 'longest wait begun after it (ms)']);
+	# stall-after from 719f4a4 on
+	@steps = grep { my $st = $_->[0]; grep { $v->{$_}{$st} } @ops } @steps;
 	for my $c (grep { my $c = $_; grep { $v->{$_}{seconds}{$c} } @ops } qw(gunique single)) {
 		p "### ", ($c eq 'gunique' ? 'gunique: the partitioned table' : 'single: one table, btree'), "\n\n";
 		my $base = $v->{baseline}{tps}{$c};

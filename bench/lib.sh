@@ -84,6 +84,17 @@ scale_params()
 	large) W5_SIZES="20000000:64 100000000:128" W5_NEW=100000 W5_SECS=60 ;;
 	esac
 	W5_SIZES=${BENCH_W5_SIZES:-$W5_SIZES}
+	# Workload 9: rows, partitions, rows of the attached partition, seconds
+	# of the writers alone (the baseline).
+	case "$1" in
+	tiny) W9_ROWS=200000 W9_PARTITIONS=16 W9_ATTACH=20000 W9_BASE_SECS=3 ;;
+	small) W9_ROWS=2000000 W9_PARTITIONS=64 W9_ATTACH=200000 W9_BASE_SECS=10 ;;
+	seed | large) W9_ROWS=20000000 W9_PARTITIONS=64 W9_ATTACH=2000000 W9_BASE_SECS=30 ;;
+	esac
+	W9_CLIENTS=4
+	W9_RATE=${BENCH_W9_RATE:-1000}    # the writers' transactions per second, in all; 0: unthrottled
+	[[ "$W9_RATE" =~ ^[0-9]+$ ]] || die "BENCH_W9_RATE: '$W9_RATE' is not a rate (transactions per second, 0 for unthrottled)"
+	W9_WARM=2 W9_TAIL=3               # seconds of writers before and after each timed statement
 	W5_KEYS=${BENCH_W5_KEYS:-random correlated uuid}
 	# BENCH_W5_NOSAVE=1: a second clean restart, without gunique's save file
 	W5_NOSAVE=

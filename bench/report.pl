@@ -158,7 +158,7 @@ p "- prewarm: $meta{prewarm}\n" if $meta{prewarm};
 }
 p "- scale $meta{scale}: $meta{params}\n";
 p "- contenders: $meta{contenders}\n";
-my @took = map { defined $meta{"elapsed_w$_"} ? "workload $_: $meta{\"elapsed_w$_\"} s" : () } 1 .. 8;
+my @took = map { defined $meta{"elapsed_w$_"} ? "workload $_: $meta{\"elapsed_w$_\"} s" : () } 1 .. 9;
 p "- wall-clock time: ", join(', ', @took), "\n" if @took;
 p "\n";
 p "Contenders: `local` a unique btree that includes the partition key (unique per partition only: ",
@@ -483,6 +483,97 @@ if ($val{w8}) {
 		p "| gunique | refused |", join('', map { ' |' } @steps[1 .. $#steps]), "\n" if $refused{$n};
 		p "\n";
 	}
+}
+
+# Workload 9: adding the key to a live table ---------------------------------
+if ($val{w9}) {
+	my $v = $val{w9};
+	p "## Workload 9: adding the unique key to a live table (pgbench writers running)\n\n";
+	p "Each statement ran while 4 pgbench writers (prepared, a fixed total rate, or full speed: see the scale line above) ",
+	  "inserted rows (half the transactions), updated a non-key column (a quarter) and changed the key (a quarter) ",
+	  "of the table it builds on: `gunique` is the range-partitioned table and its gunique index on k (not the partition key), ",
+	  "`single` the same rows in one unpartitioned table with PostgreSQL's unique btree. \"baseline\" is the writers alone. ",
+	  "Over the writers' transactions that overlap the statement: the longest (the stall), p99 and p50 latency ",
+	  "(pgbench's, from each transaction's scheduled start), how many took over 1 s, and the transactions that ended ",
+	  "during it per second. Medians of the runs, in brackets the lowest and highest run.\n\n";
+	my @ops = grep { $v->{$_} } qw(baseline create create-concurrently reindex-concurrently attach);
+	my %title = (baseline => 'baseline (writers alone)', create => 'CREATE UNIQUE INDEX (blocks writers)',
+				 'create-concurrently' => 'CREATE UNIQUE INDEX CONCURRENTLY',
+				 'reindex-concurrently' => 'REINDEX INDEX CONCURRENTLY', attach => 'ALTER TABLE ... ATTACH PARTITION');
+	# counts as whole numbers (a median of an even number of runs may end in .5)
+	my $f = sub { my ($count, $x) = @_; $count ? thousands(sprintf($x == int($x) ? '%d' : '%.1f', $x)) : fmt($x) };
+	my $range = sub {
+		my ($count, @s) = @_;
+		@s = sort { $a <=> $b } @s;
+		return 'n/a' unless @s;
+		my $m = $f->($count, median(@s));
+		return @s > 1 ? "$m [" . $f->($count, $s[0]) . '–' . $f->($count, $s[-1]) . ']' : $m;
+	};
+	my @steps = (['seconds', 'statement (s)'], ['stall', 'longest wait (ms)'], ['p99', 'p99 (ms)'], ['p50', 'p50 (ms)'],
+				 ['over-1s', 'waits over 1 s'], ['tps', 'writers\' tps'],
+				 ['stall-after', 'longest wait begun after it (ms)']);
+	# stall-after from 719f4a4 on
+	@steps = grep { my $st = $_->[0]; grep { $v->{$_}{$st} } @ops } @steps;
+	for my $c (grep { my $c = $_; grep { $v->{$_}{seconds}{$c} } @ops } qw(gunique single)) {
+		p "### ", ($c eq 'gunique' ? 'gunique: the partitioned table' : 'single: one table, btree'), "\n\n";
+		my $base = $v->{baseline}{tps}{$c};
+		p "| statement | ", join(' | ', map { $_->[1] } @steps), " | tps / baseline |\n|---|", join('', map { '---:|' } @steps), "---:|\n";
+		for my $op (grep { $v->{$_}{seconds}{$c} } @ops) {
+			my $t = $v->{$op}{tps}{$c};
+			p "| $title{$op} | ", join(' | ', map { $range->(($unit{w9}{ $_->[0] } // '') eq 'count', @{ $v->{$op}{ $_->[0] }{$c} || [] }) } @steps), " | ",
+			  ($op ne 'baseline' && $t && $base ? ratio(median(@$t), median(@$base)) : '–'), " |\n";
+		}
+		p "\n";
+	}
+	# per-run ratios of seconds: median of the runs' ratios [lowest–highest]
+	my $pair = sub {
+		my ($op1, $c1, $op2, $c2) = @_;
+		my ($r1, $r2) = ($byrun{w9}{$op1}{seconds}{$c1}, $byrun{w9}{$op2}{seconds}{$c2});
+		return unless $r1 && $r2;
+		my @per = sort { $a <=> $b } map { $r1->{$_} / $r2->{$_} } grep { exists $r2->{$_} && $r2->{$_} > 0 } keys %$r1;
+		return unless @per;
+		return [ median(@per), $per[0], $per[-1], scalar @per ];
+	};
+	my @ratios = (['create-concurrently', 'gunique', 'create', 'gunique', 'gunique: CREATE INDEX CONCURRENTLY / CREATE INDEX (target: at most 2)', 2],
+				  ['create-concurrently', 'gunique', 'create-concurrently', 'single', 'gunique CREATE INDEX CONCURRENTLY / btree CREATE INDEX CONCURRENTLY on one table'],
+				  ['create-concurrently', 'single', 'create', 'single', 'btree on one table: CREATE INDEX CONCURRENTLY / CREATE INDEX (PostgreSQL\'s own, for reference)'],
+				  ['create', 'gunique', 'create', 'single', 'gunique CREATE INDEX / btree CREATE INDEX on one table'],
+				  ['reindex-concurrently', 'gunique', 'create-concurrently', 'gunique', 'gunique: REINDEX INDEX CONCURRENTLY / CREATE INDEX CONCURRENTLY']);
+	my @rows = grep { $_->[6] = $pair->(@$_[0 .. 3]) } @ratios;
+	if (@rows) {
+		p "### Ratios of the statements' durations\n\n";
+		p "| ratio | median of the runs' ratios | lowest–highest | runs |\n|---|---:|---:|---:|\n";
+		for (@rows) {
+			my ($m, $lo, $hi, $n) = @{ $_->[6] };
+			p sprintf("| %s | ×%.2f | %.2f–%.2f | %d |\n", $_->[4], $m, $lo, $hi, $n);
+		}
+		p "\n";
+	}
+	# issue 42's targets
+	my @t;
+	for my $op (grep { $v->{$_} } qw(create-concurrently reindex-concurrently attach)) {
+		my $runs = $byrun{w9}{$op}{stall}{gunique} or next;
+		my @over = grep { $runs->{$_} > 1000 } sort keys %$runs;
+		my @s = sort { $a <=> $b } values %$runs;
+		push @t, sprintf("- %s: no writer waits more than 1 s: %s (longest wait %s to %s ms over %d run%s)\n", $title{$op},
+			@over ? 'not met in ' . scalar(@over) . ' of ' . scalar(keys %$runs) . ' runs' : 'met in every run',
+			fmt($s[0]), fmt($s[-1]), scalar @s, @s == 1 ? '' : 's');
+		if (my $aft = $byrun{w9}{$op}{'stall-after'}{gunique}) {
+			my @ao = grep { $aft->{$_} > 1000 } keys %$aft;
+			my @as = sort { $a <=> $b } values %$aft;
+			push @t, sprintf("  - and in the seconds after it, writers that began once it had ended: %s (longest %s to %s ms)\n",
+				@ao ? 'a wait over 1 s in ' . scalar(@ao) . ' of ' . scalar(keys %$aft) . ' runs' : 'none waited over 1 s',
+				fmt($as[0]), fmt($as[-1]));
+		}
+	}
+	if (my $r = $pair->('create-concurrently', 'gunique', 'create', 'gunique')) {
+		my $runs = $byrun{w9}{'create-concurrently'}{seconds}{gunique};
+		my $base = $byrun{w9}{create}{seconds}{gunique};
+		my @over = grep { exists $base->{$_} && $base->{$_} > 0 && $runs->{$_} / $base->{$_} > 2 } keys %$runs;
+		push @t, sprintf("- CREATE INDEX CONCURRENTLY at most 2× CREATE INDEX: %s (×%.2f, %.2f to %.2f)\n",
+			@over ? 'not met in ' . scalar(@over) . " of $r->[3] runs" : 'met in every run', @$r[0 .. 2]);
+	}
+	p "### Issue 42's targets\n\n", @t, "\n" if @t;
 }
 
 # Sanity checks -------------------------------------------------------------

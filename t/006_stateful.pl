@@ -389,9 +389,14 @@
 # leaf its group listed, which the REINDEX had dropped meanwhile, and
 # opened it (seed 7 on PostgreSQL 15, step 73 of the 80-partition round;
 # timing decides, so not every run).  With the merge check of a
-# concurrent build left out, seed 2 fails at step 13 of the first round
+# concurrent build left out, seed 2 fails at step 12 of the first round
 # (a build over a duplicate succeeds); with the tree marked valid before
-# the merge, at step 12 (a build failing on a duplicate leaves it valid).
+# the merge, at the same step (a build failing on a duplicate leaves it
+# valid).  Without the wait for writers before the merge it passes: each
+# leaf's CREATE INDEX CONCURRENTLY waits for the statements older than its
+# validation, and a later statement locks its partition's indexes again,
+# processing the invalidations that make it probe the leaves ready by
+# then.
 #
 # The model, the sessions and the driver are modules, in t/lib:
 # GuniqueStatefulModel (what t must hold, and what a statement may do),

@@ -128,6 +128,18 @@
 #endif
 
 /*
+ * Who may REINDEX, VACUUM or CLUSTER a table: its owner, and from
+ * PostgreSQL 17 whoever holds MAINTAIN on it.
+ */
+#if PG_VERSION_NUM >= 170000
+#define gunique_may_maintain(relid) \
+	(gunique_relation_owned(relid) || \
+	 pg_class_aclcheck((relid), GetUserId(), ACL_MAINTAIN) == ACLCHECK_OK)
+#else
+#define gunique_may_maintain(relid) gunique_relation_owned(relid)
+#endif
+
+/*
  * The privileges any one of which lets LOCK TABLE take a lock stronger than
  * ROW EXCLUSIVE (LockTableAclCheck): PostgreSQL 17 added MAINTAIN to them.
  */

@@ -96,36 +96,94 @@ next_transaction(void)
 
 /*
  * Lock a partitioned table in ShareLock for the transaction that makes its
- * member of the tree, as DefineIndex does, but first wait for the writers
- * holding it without queueing before them, as CREATE INDEX CONCURRENTLY
- * waits: a writer's transaction that runs long then holds up the build, not
- * the other writers.  Writers that began meanwhile are waited for the same
- * way, twice more; after that the lock is queued for, behind them only.
+ * member of the tree, as DefineIndex does, but without queueing before the
+ * writers: see gunique_concurrent_share_lock_all.
  */
 void
 gunique_concurrent_share_lock(Oid relid)
 {
-	LOCKTAG		tag;
+	List	   *relids = list_make1_oid(relid);
 
-	SET_LOCKTAG_RELATION(tag, MyDatabaseId, relid);
-	for (int i = 0; i < 3; i++)
-	{
-		if (ConditionalLockRelationOid(relid, ShareLock))
-			return;
-		WaitForLockers(tag, ShareLock, false);
-	}
-	LockRelationOid(relid, ShareLock);
+	gunique_concurrent_share_lock_all(relids);
+	list_free(relids);
 }
 
-/* Show the build in pg_stat_progress_create_index, on the top's table. */
+/*
+ * Lock every relation of "relids" in ShareLock, waiting only while holding
+ * none of them.  Writers that move rows between partitions hold one leaf
+ * and then ask for another: locks taken one after the other, as
+ * find_all_inheritors takes them for REINDEX of a partitioned index, can
+ * hold the leaf such a writer asks for while waiting for the one it holds,
+ * a deadlock.  So each round takes what it can without waiting; at the
+ * first it cannot, it lets go of the others and waits for that one's
+ * holders, as CREATE INDEX CONCURRENTLY waits, not queueing before the
+ * writers: a writer's transaction that runs long holds up the statement,
+ * not the other writers.  After three such waits, each round first queues
+ * for the relation it could not take, still holding nothing else, so that
+ * writers that keep coming cannot hold the statement off for ever.
+ */
+void
+gunique_concurrent_share_lock_all(List *relids)
+{
+	Oid			blocked = InvalidOid;
+
+	for (int round = 0;; round++)
+	{
+		Oid			queued = InvalidOid;
+		ListCell   *lc;
+		ListCell   *failed = NULL;
+
+		CHECK_FOR_INTERRUPTS();
+		if (OidIsValid(blocked) && round <= 3)
+		{
+			LOCKTAG		tag;
+
+			SET_LOCKTAG_RELATION(tag, MyDatabaseId, blocked);
+			WaitForLockers(tag, ShareLock, false);
+		}
+		else if (OidIsValid(blocked))
+		{
+			LockRelationOid(blocked, ShareLock);
+			queued = blocked;
+		}
+		foreach(lc, relids)
+		{
+			if (lfirst_oid(lc) != queued &&
+				!ConditionalLockRelationOid(lfirst_oid(lc), ShareLock))
+			{
+				failed = lc;
+				break;
+			}
+		}
+		if (failed == NULL)
+			return;
+		foreach(lc, relids)
+		{
+			if (lc == failed)
+				break;
+			if (lfirst_oid(lc) != queued)
+				UnlockRelationOid(lfirst_oid(lc), ShareLock);
+		}
+		if (OidIsValid(queued))
+			UnlockRelationOid(queued, ShareLock);
+		blocked = lfirst_oid(failed);
+	}
+}
+
+/*
+ * Show the build in pg_stat_progress_create_index, on the top's table.  The
+ * phase and its subphase go in one update: a reader between two would see
+ * the build phase with no name.
+ */
 static void
-progress_report(ConcurrentBuild *b, int64 phase)
+progress_report(ConcurrentBuild *b, int64 phase, int64 subphase)
 {
 	const int	params[] = {
 		PROGRESS_CREATEIDX_COMMAND,
 		PROGRESS_CREATEIDX_INDEX_OID,
 		PROGRESS_CREATEIDX_ACCESS_METHOD_OID,
 		PROGRESS_CREATEIDX_PHASE,
+		PROGRESS_CREATEIDX_SUBPHASE,
 		PROGRESS_CREATEIDX_PARTITIONS_TOTAL,
 		PROGRESS_CREATEIDX_PARTITIONS_DONE,
 	};
@@ -135,6 +193,7 @@ progress_report(ConcurrentBuild *b, int64 phase)
 		b->top,
 		b->relam,
 		phase,
+		subphase,
 		b->nleaves,
 		b->leaves_done,
 	};
@@ -332,7 +391,7 @@ build_leaves(ConcurrentBuild *b, MemoryContext cxt)
 			continue;
 		CHECK_FOR_INTERRUPTS();
 		PushActiveSnapshot(GetTransactionSnapshot());
-		progress_report(b, PROGRESS_CREATEIDX_PHASE_WAIT_1);
+		progress_report(b, PROGRESS_CREATEIDX_PHASE_WAIT_1, 0);
 		/* DefineIndex commits: its statement must outlive the transaction */
 		oldcxt = MemoryContextSwitchTo(cxt);
 		parentindex = part_index(b, part->parenttable);
@@ -384,7 +443,7 @@ wait_for_writers(ConcurrentBuild *b)
 {
 	List	   *locktags = NIL;
 
-	progress_report(b, PROGRESS_CREATEIDX_PHASE_WAIT_2);
+	progress_report(b, PROGRESS_CREATEIDX_PHASE_WAIT_2, 0);
 	for (int i = 1; i < b->nparts; i++)
 	{
 		LOCKTAG    *tag;
@@ -478,7 +537,9 @@ complete_tree(ConcurrentBuild *b, MemoryContext cxt)
 	wait_for_writers(b);
 
 	PushActiveSnapshot(GetTransactionSnapshot());
-	progress_report(b, PROGRESS_CREATEIDX_PHASE_BUILD);
+	progress_report(b, PROGRESS_CREATEIDX_PHASE_BUILD,
+					GUNIQUE_PHASE_MERGE_CHECK);
+	pg_usleep(300000);
 	gunique_check_tree_concurrently(b->top);
 	next_transaction();
 

@@ -476,6 +476,74 @@ reindex_concurrently(ReindexStmt *stmt)
 }
 
 /*
+ * The partitioned table or index a REINDEX INDEX or TABLE names, when it is
+ * a gunique tree's or has one, and the statement may go on to list its
+ * members (PostgreSQL checks the rest): the user owns the table or, from
+ * PostgreSQL 17, may maintain it, and the statement runs on its own.
+ * *table is set to the table.
+ */
+static Oid
+reindex_partitioned_target(UtilityCall *call, Oid *table)
+{
+	ReindexStmt *stmt = (ReindexStmt *) call->pstmt->utilityStmt;
+	Oid			relid = InvalidOid;
+
+	*table = InvalidOid;
+	if (call->context != PROCESS_UTILITY_TOPLEVEL || IsTransactionBlock())
+		return InvalidOid;
+	if (stmt->kind == REINDEX_OBJECT_INDEX || stmt->kind == REINDEX_OBJECT_TABLE)
+		relid = RangeVarGetRelid(stmt->relation, NoLock, true);
+	if (!OidIsValid(relid))
+		return InvalidOid;
+	switch (get_rel_relkind(relid))
+	{
+		case RELKIND_PARTITIONED_INDEX:
+			if (!gunique_is_gunique_index(relid))
+				return InvalidOid;
+			*table = IndexGetRelation(relid, true);
+			break;
+		case RELKIND_PARTITIONED_TABLE:
+			{
+				List	   *indexes = gunique_table_indexes(relid);
+
+				if (indexes == NIL)
+					return InvalidOid;
+				list_free(indexes);
+				*table = relid;
+				break;
+			}
+		default:
+			return InvalidOid;
+	}
+	if (!OidIsValid(*table) || !gunique_may_maintain(*table))
+		return InvalidOid;
+	return relid;
+}
+
+/*
+ * Take the locks REINDEX of a partitioned table or index takes before it
+ * commits its first transaction, all at once (see reindex).  REINDEX INDEX
+ * without CONCURRENTLY locks the table in ShareLock first.
+ */
+static void
+reindex_lock_tree(UtilityCall *call, Oid target, Oid table)
+{
+	ReindexStmt *stmt = (ReindexStmt *) call->pstmt->utilityStmt;
+	List	   *relids = find_all_inheritors(target, NoLock, NULL);
+
+	if (stmt->kind == REINDEX_OBJECT_INDEX && !reindex_concurrently(stmt))
+		relids = lcons_oid(table, relids);
+	gunique_concurrent_share_lock_all(relids);
+	list_free(relids);
+}
+
+/*
+ * REINDEX of a partitioned table or index first lists its members, locking
+ * each in ShareLock in turn (find_all_inheritors).  A writer moving a row
+ * between partitions holds one leaf and asks for another, so the two can
+ * deadlock (src/README, 4.11): take those locks first, all at once, waiting
+ * only while holding none.
+ *
  * REINDEX INDEX CONCURRENTLY of an invalid tree's top (a CREATE INDEX
  * CONCURRENTLY that failed, or a tree made ON ONLY): once PostgreSQL has
  * rebuilt the leaves there are, concurrent.c builds those missing, checks
@@ -486,14 +554,16 @@ reindex(UtilityCall *call)
 {
 	ReindexStmt *stmt = (ReindexStmt *) call->pstmt->utilityStmt;
 	MemoryContext oldcxt = CurrentMemoryContext;
+	Oid			table;
+	Oid			target = reindex_partitioned_target(call, &table);
 	Oid			index = InvalidOid;
 	char	   *topname;
 
+	if (OidIsValid(target))
+		reindex_lock_tree(call, target, table);
 	if (stmt->kind == REINDEX_OBJECT_INDEX && reindex_concurrently(stmt))
-		index = RangeVarGetRelid(stmt->relation, NoLock, true);
+		index = target;
 	if (!OidIsValid(index) ||
-		get_rel_relkind(index) != RELKIND_PARTITIONED_INDEX ||
-		!gunique_is_gunique_index(index) ||
 		gunique_tree_top(index) != index ||
 		gunique_index_is_valid(index))
 	{

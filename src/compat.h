@@ -128,15 +128,14 @@
 #endif
 
 /*
- * Who may REINDEX, VACUUM or CLUSTER a table: its owner, and from
- * PostgreSQL 17 whoever holds MAINTAIN on it.
+ * Who may REINDEX a table or its indexes: its owner; from PostgreSQL 17,
+ * whoever holds MAINTAIN on it (the owner too, unless revoked).
  */
 #if PG_VERSION_NUM >= 170000
-#define gunique_may_maintain(relid) \
-	(gunique_relation_owned(relid) || \
-	 pg_class_aclcheck((relid), GetUserId(), ACL_MAINTAIN) == ACLCHECK_OK)
+#define gunique_may_reindex(relid) \
+	(pg_class_aclcheck((relid), GetUserId(), ACL_MAINTAIN) == ACLCHECK_OK)
 #else
-#define gunique_may_maintain(relid) gunique_relation_owned(relid)
+#define gunique_may_reindex(relid) gunique_relation_owned(relid)
 #endif
 
 /*

@@ -97,76 +97,82 @@ next_transaction(void)
 /*
  * Lock a partitioned table in ShareLock for the transaction that makes its
  * member of the tree, as DefineIndex does, but without queueing before the
- * writers: see gunique_concurrent_share_lock_all.
+ * writers: see gunique_concurrent_lock_all.
  */
 void
 gunique_concurrent_share_lock(Oid relid)
 {
 	List	   *relids = list_make1_oid(relid);
+	List	   *modes = list_make1_int(ShareLock);
 
-	gunique_concurrent_share_lock_all(relids);
+	gunique_concurrent_lock_all(relids, modes);
 	list_free(relids);
+	list_free(modes);
 }
 
 /*
- * Lock every relation of "relids" in ShareLock, waiting only while holding
- * none of them.  Writers that move rows between partitions hold one leaf
- * and then ask for another: locks taken one after the other, as
- * find_all_inheritors takes them for REINDEX of a partitioned index, can
- * hold the leaf such a writer asks for while waiting for the one it holds,
- * a deadlock.  So each round takes what it can without waiting; at the
- * first it cannot, it lets go of the others and waits for that one's
- * holders, as CREATE INDEX CONCURRENTLY waits, not queueing before the
- * writers: a writer's transaction that runs long holds up the statement,
- * not the other writers.  After three such waits, each round first queues
- * for the relation it could not take, still holding nothing else, so that
- * writers that keep coming cannot hold the statement off for ever.
+ * Lock every relation of "relids" in the mode at the same place of "modes",
+ * waiting only while holding none of them.  Writers that move rows between
+ * partitions hold one leaf and then ask for another: locks taken one after
+ * the other, as find_all_inheritors takes them for REINDEX of a partitioned
+ * index, can hold the leaf such a writer asks for while waiting for the one
+ * it holds, a deadlock.  So each round takes what it can without waiting;
+ * at the first it cannot, it lets go of the others and waits for that
+ * one's holders, as CREATE INDEX CONCURRENTLY waits, not queueing before
+ * the writers: a writer's transaction that runs long holds up the
+ * statement, not the other writers.  After three such waits, each round
+ * first queues for the relation it could not take, still holding nothing
+ * else, so that writers that keep coming cannot hold it off for ever.
+ * The caller asks for every lock its statement will take before it
+ * commits, each in the strongest mode the statement asks for it: a
+ * stronger one asked for later would wait holding these.
  */
 void
-gunique_concurrent_share_lock_all(List *relids)
+gunique_concurrent_lock_all(List *relids, List *modes)
 {
-	Oid			blocked = InvalidOid;
+	int			n = list_length(relids);
+	int			blocked = -1;
 
+	Assert(list_length(modes) == n);
 	for (int round = 0;; round++)
 	{
-		Oid			queued = InvalidOid;
-		ListCell   *lc;
-		ListCell   *failed = NULL;
+		int			queued = -1;
+		int			failed = -1;
 
 		CHECK_FOR_INTERRUPTS();
-		if (OidIsValid(blocked) && round <= 3)
+		if (blocked >= 0 && round <= 3)
 		{
 			LOCKTAG		tag;
 
-			SET_LOCKTAG_RELATION(tag, MyDatabaseId, blocked);
-			WaitForLockers(tag, ShareLock, false);
+			SET_LOCKTAG_RELATION(tag, MyDatabaseId,
+								 list_nth_oid(relids, blocked));
+			WaitForLockers(tag, list_nth_int(modes, blocked), false);
 		}
-		else if (OidIsValid(blocked))
+		else if (blocked >= 0)
 		{
-			LockRelationOid(blocked, ShareLock);
+			LockRelationOid(list_nth_oid(relids, blocked),
+							list_nth_int(modes, blocked));
 			queued = blocked;
 		}
-		foreach(lc, relids)
+		for (int i = 0; i < n && failed < 0; i++)
 		{
-			if (lfirst_oid(lc) != queued &&
-				!ConditionalLockRelationOid(lfirst_oid(lc), ShareLock))
-			{
-				failed = lc;
-				break;
-			}
+			if (i != queued &&
+				!ConditionalLockRelationOid(list_nth_oid(relids, i),
+											list_nth_int(modes, i)))
+				failed = i;
 		}
-		if (failed == NULL)
+		if (failed < 0)
 			return;
-		foreach(lc, relids)
+		for (int i = 0; i < failed; i++)
 		{
-			if (lc == failed)
-				break;
-			if (lfirst_oid(lc) != queued)
-				UnlockRelationOid(lfirst_oid(lc), ShareLock);
+			if (i != queued)
+				UnlockRelationOid(list_nth_oid(relids, i),
+								  list_nth_int(modes, i));
 		}
-		if (OidIsValid(queued))
-			UnlockRelationOid(queued, ShareLock);
-		blocked = lfirst_oid(failed);
+		if (queued >= 0)
+			UnlockRelationOid(list_nth_oid(relids, queued),
+							  list_nth_int(modes, queued));
+		blocked = failed;
 	}
 }
 
@@ -539,7 +545,6 @@ complete_tree(ConcurrentBuild *b, MemoryContext cxt)
 	PushActiveSnapshot(GetTransactionSnapshot());
 	progress_report(b, PROGRESS_CREATEIDX_PHASE_BUILD,
 					GUNIQUE_PHASE_MERGE_CHECK);
-	pg_usleep(300000);
 	gunique_check_tree_concurrently(b->top);
 	next_transaction();
 

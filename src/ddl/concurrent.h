@@ -14,7 +14,7 @@
 
 extern void gunique_concurrent_complete(Oid topindex, bool reindex);
 extern void gunique_concurrent_share_lock(Oid relid);
-extern void gunique_concurrent_share_lock_all(List *relids);
+extern void gunique_concurrent_lock_all(List *relids, List *modes);
 extern List *gunique_concurrent_lock_tables(Oid table);
 extern void gunique_concurrent_rethrow(MemoryContext cxt,
 									   const char *topname);

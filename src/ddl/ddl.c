@@ -68,11 +68,13 @@
 #include "commands/defrem.h"
 #include "commands/event_trigger.h"
 #include "commands/tablecmds.h"
+#include "commands/tablespace.h"
 #include "miscadmin.h"
 #include "nodes/parsenodes.h"
 #include "storage/lmgr.h"
 #include "tcop/utility.h"
 #include "utils/acl.h"
+#include "utils/builtins.h"
 #include "utils/fmgroids.h"
 #include "utils/lsyscache.h"
 #include "utils/regproc.h"
@@ -476,10 +478,44 @@ reindex_concurrently(ReindexStmt *stmt)
 }
 
 /*
+ * Whether PostgreSQL accepts the REINDEX's options, so that taking its locks
+ * first delays no error it would raise at once: concurrently and verbose
+ * with a Boolean or no value, and an existing tablespace.
+ */
+static bool
+reindex_options_ok(ReindexStmt *stmt)
+{
+	ListCell   *lc;
+
+	foreach(lc, stmt->params)
+	{
+		DefElem    *opt = lfirst(lc);
+		bool		value;
+
+		if (strcmp(opt->defname, "tablespace") == 0)
+		{
+			if (opt->arg == NULL || !IsA(opt->arg, String) ||
+				!OidIsValid(get_tablespace_oid(strVal(opt->arg), true)))
+				return false;
+		}
+		else if (strcmp(opt->defname, "concurrently") != 0 &&
+				 strcmp(opt->defname, "verbose") != 0)
+			return false;
+		else if (opt->arg != NULL &&
+				 !(IsA(opt->arg, Integer) &&
+				   (intVal(opt->arg) == 0 || intVal(opt->arg) == 1)) &&
+				 !(IsA(opt->arg, String) &&
+				   parse_bool(strVal(opt->arg), &value)))
+			return false;
+	}
+	return true;
+}
+
+/*
  * The partitioned table or index a REINDEX INDEX or TABLE names, when it is
  * a gunique tree's or has one, and the statement may go on to list its
- * members (PostgreSQL checks the rest): the user owns the table or, from
- * PostgreSQL 17, may maintain it, and the statement runs on its own.
+ * members (PostgreSQL checks the rest): the user may reindex the table,
+ * the options are valid, and the statement runs on its own.
  * *table is set to the table.
  */
 static Oid
@@ -489,7 +525,8 @@ reindex_partitioned_target(UtilityCall *call, Oid *table)
 	Oid			relid = InvalidOid;
 
 	*table = InvalidOid;
-	if (call->context != PROCESS_UTILITY_TOPLEVEL || IsTransactionBlock())
+	if (call->context != PROCESS_UTILITY_TOPLEVEL || IsTransactionBlock() ||
+		!reindex_options_ok(stmt))
 		return InvalidOid;
 	if (stmt->kind == REINDEX_OBJECT_INDEX || stmt->kind == REINDEX_OBJECT_TABLE)
 		relid = RangeVarGetRelid(stmt->relation, NoLock, true);
@@ -515,26 +552,51 @@ reindex_partitioned_target(UtilityCall *call, Oid *table)
 		default:
 			return InvalidOid;
 	}
-	if (!OidIsValid(*table) || !gunique_may_maintain(*table))
+	if (!OidIsValid(*table) || !gunique_may_reindex(*table))
 		return InvalidOid;
 	return relid;
 }
 
 /*
  * Take the locks REINDEX of a partitioned table or index takes before it
- * commits its first transaction, all at once (see reindex).  REINDEX INDEX
- * without CONCURRENTLY locks the table in ShareLock first.
+ * commits its first transaction, all at once (see reindex), each in the
+ * strongest mode it takes it: the relation it names as RangeVarGetRelid's
+ * callback locks it (REINDEX INDEX: the table, then the index), then every
+ * member in ShareLock (find_all_inheritors).
  */
 static void
 reindex_lock_tree(UtilityCall *call, Oid target, Oid table)
 {
 	ReindexStmt *stmt = (ReindexStmt *) call->pstmt->utilityStmt;
-	List	   *relids = find_all_inheritors(target, NoLock, NULL);
+	bool		concurrent = reindex_concurrently(stmt);
+	List	   *members = find_all_inheritors(target, NoLock, NULL);
+	List	   *relids = NIL;
+	List	   *modes = NIL;
+	ListCell   *lc;
 
-	if (stmt->kind == REINDEX_OBJECT_INDEX && !reindex_concurrently(stmt))
-		relids = lcons_oid(table, relids);
-	gunique_concurrent_share_lock_all(relids);
+	if (stmt->kind == REINDEX_OBJECT_INDEX)
+	{
+		relids = lappend_oid(relids, table);
+		modes = lappend_int(modes, concurrent ?
+							ShareUpdateExclusiveLock : ShareLock);
+		relids = lappend_oid(relids, target);
+		modes = lappend_int(modes, concurrent ?
+							ShareUpdateExclusiveLock : AccessExclusiveLock);
+	}
+	else if (concurrent)
+	{
+		relids = lappend_oid(relids, target);
+		modes = lappend_int(modes, ShareUpdateExclusiveLock);
+	}
+	foreach(lc, members)
+	{
+		relids = lappend_oid(relids, lfirst_oid(lc));
+		modes = lappend_int(modes, ShareLock);
+	}
+	gunique_concurrent_lock_all(relids, modes);
+	list_free(members);
 	list_free(relids);
+	list_free(modes);
 }
 
 /*

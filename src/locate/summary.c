@@ -556,13 +556,17 @@ gunique_summary_leaf_rebuilt(Relation heap, Relation index)
 /*
  * The index is being dropped, with inserters and probers locked out.  If
  * the drop rolls back, the summary is made again on next use.  Its key
- * type goes too: an index that gets the OID later may map keys otherwise,
- * and summary_lookup sets it again.
+ * type stays: other backends keep their memos of the entry across a
+ * rollback (an aborted transaction sends no invalidation), and a backend
+ * without one that found the type changed would clear the entry again
+ * while they use it, freeing a filter a builder is filling.  An index that
+ * gets the OID after a committed drop, whose memos are gone, and maps keys
+ * otherwise has the entry cleared by summary_lookup.
  */
 void
 gunique_summary_index_dropped(Oid indexoid)
 {
-	summary_clear(indexoid, true, InvalidOid);
+	summary_clear(indexoid, false, InvalidOid);
 }
 
 /*

@@ -1484,14 +1484,15 @@ sub build_scene
 	trace("$d->{s}{name}: scene: " . ($how eq 'create' ? 'CREATE INDEX CONCURRENTLY' : 'REINDEX INDEX CONCURRENTLY') . " of t_k ($g)");
 	if ($g ne 'valid')
 	{
-		# until a build has failed on a duplicate in this run, a build of a
-		# dropped t_k comes after an insert of a key held elsewhere (which
-		# then goes in): else timing alone decides whether a run reaches
-		# that outcome, and the REINDEX that finishes what it left
+		# once a build of a dropped t_k has succeeded in this run, and until
+		# one has failed on a duplicate, such a build comes after an insert
+		# of a key held elsewhere (which then goes in): else timing alone
+		# decides whether a run reaches that outcome, and the REINDEX that
+		# finishes what it left
 		my $r = rand();
+		my $reached = sub { $total{"gb CREATE INDEX CONCURRENTLY: $_[0]"} || $M{gb}{"CREATE INDEX CONCURRENTLY: $_[0]"} };
 		my $want_dup = $how eq 'create' && $g eq 'none'
-		  && !$total{'gb CREATE INDEX CONCURRENTLY: 23505'}
-		  && !$M{gb}{'CREATE INDEX CONCURRENTLY: 23505'};
+		  && $reached->('00000') && !$reached->('23505');
 		my $pre = $want_dup ? op_insert_colliding($d)
 		  : $r < 0.5 ? op_dedup($d) : $r < 0.65 ? op_insert_colliding($d) : undef;
 		run_action($d, $pre) if $pre;

@@ -565,10 +565,8 @@ reindex_partitioned_target(UtilityCall *call, Oid *table)
  * member in ShareLock (find_all_inheritors).
  */
 static void
-reindex_lock_tree(UtilityCall *call, Oid target, Oid table)
+reindex_lock_tree(ReindexStmt *stmt, bool concurrent, Oid target, Oid table)
 {
-	ReindexStmt *stmt = (ReindexStmt *) call->pstmt->utilityStmt;
-	bool		concurrent = reindex_concurrently(stmt);
 	List	   *members = find_all_inheritors(target, NoLock, NULL);
 	List	   *relids = NIL;
 	List	   *modes = NIL;
@@ -618,22 +616,25 @@ reindex(UtilityCall *call)
 	MemoryContext oldcxt = CurrentMemoryContext;
 	Oid			table;
 	Oid			target = reindex_partitioned_target(call, &table);
-	Oid			index = InvalidOid;
+	bool		concurrent;
 	char	   *topname;
 
-	if (OidIsValid(target))
-		reindex_lock_tree(call, target, table);
-	if (stmt->kind == REINDEX_OBJECT_INDEX && reindex_concurrently(stmt))
-		index = target;
-	if (!OidIsValid(index) ||
-		gunique_tree_top(index) != index ||
-		gunique_index_is_valid(index))
+	if (!OidIsValid(target))
+	{
+		call_standard(call, false);
+		return;
+	}
+	concurrent = reindex_concurrently(stmt);
+	reindex_lock_tree(stmt, concurrent, target, table);
+	if (stmt->kind != REINDEX_OBJECT_INDEX || !concurrent ||
+		gunique_tree_top(target) != target ||
+		gunique_index_is_valid(target))
 	{
 		call_standard(call, false);
 		return;
 	}
 	/* PostgreSQL's rebuild of the leaves failing leaves the top invalid */
-	topname = get_rel_name(index);
+	topname = get_rel_name(target);
 	PG_TRY();
 	{
 		call_standard(call, false);
@@ -643,7 +644,7 @@ reindex(UtilityCall *call)
 		gunique_concurrent_rethrow(oldcxt, topname);
 	}
 	PG_END_TRY();
-	gunique_concurrent_complete(index, true);
+	gunique_concurrent_complete(target, true);
 }
 
 /* The top indexes of the gunique trees that cover a table. */

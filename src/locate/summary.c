@@ -566,7 +566,7 @@ gunique_summary_leaf_rebuilt(Relation heap, Relation index)
 void
 gunique_summary_index_dropped(Oid indexoid)
 {
-	summary_clear(indexoid, false, InvalidOid);
+	summary_forget(indexoid);
 }
 
 /*

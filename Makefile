@@ -30,6 +30,7 @@ OBJS = \
 	src/locate/persist.o \
 	src/locate/rebuilds.o \
 	src/locate/summary.o \
+	src/read/keyplan.o \
 	src/read/keyprune.o \
 	src/read/lookup.o \
 	src/read/lookupplan.o \
@@ -45,7 +46,7 @@ PGFILEDESC = "gunique - unique indexes across partitions"
 REGRESS = opclass plain partitioned probescan summary filter onconflict foreignkey lifecycle altertype verify comments privileges rollback progress checkleaves nested keytypes keytypes-icu keepkey comeback lookup merge create-concurrently modify-by-key limits limits-upsert settings
 REGRESS_OPTS = --inputdir=. --outputdir=$(CURDIR)/results-regress
 
-ISOLATION = insert-insert insert-insert-3 summary-race filter-race views-race insert-delete update-move deadlock copy-update create-vs-insert create-concurrently-vs-insert create-concurrently-lock create-concurrently-keepkey attach-vs-insert waiters detach-vs-insert reindex-vs-insert reindex-writers drop-rollback attach-lock-order attach-index-writers attach-writers attach-online attach-one-at-a-time light-race light-open-reindex serializable rollback-race attach-progress update-keepkey lookup-moves lookup-ddl lookup-serializable lookup-detach-concurrently upsert-race upsert-collide merge-race attach-default own-leaf-wait modify-by-key-vs-move
+ISOLATION = insert-insert insert-insert-3 summary-race filter-race views-race insert-delete update-move deadlock copy-update create-vs-insert create-concurrently-vs-insert create-concurrently-lock create-concurrently-keepkey attach-vs-insert waiters detach-vs-insert reindex-vs-insert reindex-writers drop-rollback attach-lock-order attach-index-writers attach-writers attach-online attach-one-at-a-time light-race light-open-reindex serializable rollback-race attach-progress update-keepkey lookup-moves lookup-ddl lookup-serializable lookup-detach-concurrently upsert-race upsert-collide merge-race attach-default own-leaf-wait modify-by-key-vs-move keyplan-invalidation
 ISOLATION_OPTS = --inputdir=. --outputdir=$(CURDIR)/results-isolation
 
 TAP_TESTS = 1

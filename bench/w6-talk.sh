@@ -27,6 +27,12 @@
 #                  WHERE bid = :bid; SELECT abalance ... WHERE bid = :bid; END
 #   update-only    that UPDATE alone, its own transaction (run only when
 #                  BENCH_W6_MODES names it)
+#   update-generic, update-custom
+#                  update-only with plan_cache_mode force_generic_plan or
+#                  force_custom_plan (PGOPTIONS), as poolers, ORMs and
+#                  prepared statements reach either (BENCH_W6_MODES)
+#   delete-insert  BEGIN; DELETE ... WHERE bid = :bid; INSERT the row
+#                  back; END (BENCH_W6_MODES)
 #
 # With local, a lookup by bid alone searches every partition's btree, and
 # with the generic plan that prepared statements settle on, locks every
@@ -153,8 +159,22 @@ w6_contender()
 		\\set bid random(1, $((W6_SCALE * 100000)))
 		UPDATE $t SET abalance = abalance + 1 WHERE bid = :bid;
 	SQL
+	cp "$WORK/w6-update-only.sql" "$WORK/w6-update-generic.sql"
+	cp "$WORK/w6-update-only.sql" "$WORK/w6-update-custom.sql"
+	cat >"$WORK/w6-delete-insert.sql" <<-SQL
+		\\set bid random(1, $((W6_SCALE * 100000)))
+		BEGIN;
+		DELETE FROM $t WHERE bid = :bid;
+		INSERT INTO $t (aid, bid, abalance, filler) VALUES (:bid, :bid, 0, '');
+		END;
+	SQL
 	for mode in $W6_MODES; do
-		res=$(run_pgbench "w6-$mode-$parts-$c-$run" -M prepared -c "$W6_CLIENTS" -j "$(jobs_for "$W6_CLIENTS")" \
+		local opts=
+		case "$mode" in
+		*-generic) opts="-c plan_cache_mode=force_generic_plan" ;;
+		*-custom) opts="-c plan_cache_mode=force_custom_plan" ;;
+		esac
+		res=$(PGOPTIONS="$opts" run_pgbench "w6-$mode-$parts-$c-$run" -M prepared -c "$W6_CLIENTS" -j "$(jobs_for "$W6_CLIENTS")" \
 			-T "$W6_SECS" -P 1 -f "$WORK/w6-$mode.sql")
 		warm=$(w6_warm_tps "$OUT/logs/pgbench-w6-$mode-$parts-$c-$run.log")
 		record w6 "$mode-$parts" tps "$c" "$run" "${res% *}" tps

@@ -106,18 +106,31 @@ EXECUTE ins;
 SELECT parts_modified('EXECUTE ins');
 DEALLOCATE ALL;
 
--- Parameters: custom plans are pruned, a generic plan is not.
+-- Parameters: custom and generic plans alike are planned as a stub that
+-- modifies no partition; as each execution starts, the key's row is found
+-- and the stub replaced by the plan kept for the row's partition
+-- (keyplan.c), which EXPLAIN shows.
 PREPARE p(bigint) AS UPDATE t SET v = v + 1 WHERE id = $1 RETURNING tableoid::regclass, *;
 SET plan_cache_mode = force_custom_plan;
 EXPLAIN (COSTS OFF) EXECUTE p(20);
 EXECUTE p(20);
 SET plan_cache_mode = force_generic_plan;
-SELECT checked('EXECUTE p(21)');
+EXPLAIN (COSTS OFF) EXECUTE p(21);
 EXECUTE p(21);
+SELECT parts_modified('EXECUTE p(46)');
+-- a key no row has: the stub, which modifies nothing
+EXPLAIN (COSTS OFF) EXECUTE p(1000000);
+EXECUTE p(1000000);
+-- only the key's partition is opened for writing
+BEGIN;
+EXECUTE p(22);
+SELECT relation::regclass FROM pg_locks
+WHERE pid = pg_backend_pid() AND locktype = 'relation' AND
+	mode = 'RowExclusiveLock' ORDER BY 1;
+COMMIT;
 RESET plan_cache_mode;
--- six executions: the custom plans stay cheaper than the generic one
 EXECUTE p(22); EXECUTE p(23); EXECUTE p(24); EXECUTE p(25); EXECUTE p(26);
-SELECT checked('EXECUTE p(27)');
+SELECT parts_modified('EXECUTE p(27)');
 DEALLOCATE p;
 -- in a function
 CREATE FUNCTION bump(k bigint) RETURNS regclass LANGUAGE plpgsql AS $$

@@ -6,8 +6,9 @@
  *
  * PostgreSQL calls into gunique through its access method (am/handler.c),
  * its SQL functions, and what this file installs: ten hooks, one
- * transaction callback, one subtransaction callback and one relcache
- * callback, the three CustomScans' methods and the filter keeper.  Each
+ * transaction callback, one subtransaction callback, one relcache callback
+ * and one syscache callback (for seven caches), the three CustomScans'
+ * methods and the filter keeper.  Each
  * hook here is one function that calls the previous hook (or the standard
  * function) and the features, in a fixed order written down beside it;
  * the features export plain functions and install nothing themselves.
@@ -36,6 +37,7 @@
 #include "storage/ipc.h"
 #include "tcop/utility.h"
 #include "utils/inval.h"
+#include "utils/syscache.h"
 
 #include "hooks.h"
 #include "admin/leafcheck.h"
@@ -50,6 +52,7 @@
 #include "locate/persist.h"
 #include "locate/rebuilds.h"
 #include "locate/summary.h"
+#include "read/keyplan.h"
 #include "read/keyprune.h"
 #include "read/lookupplan.h"
 #include "upsert/onconflict.h"
@@ -273,7 +276,9 @@ gunique_ExecutorEnd(QueryDesc *queryDesc)
  *	 3. upserts: no check of this backend is pending any longer (the
  *		pending counts are lowered before the lock manager lets the upsert
  *		locks go);
- *	 4. the tree cache: locks taken for it may be gone.
+ *	 4. the tree cache: locks taken for it may be gone;
+ *	 5. the plans kept by keyplan.c that were retired may be freed in the
+ *		next transaction.
  */
 static void
 gunique_xact_callback(XactEvent event, void *arg)
@@ -282,6 +287,7 @@ gunique_xact_callback(XactEvent event, void *arg)
 	gunique_probescan_xact_event(event);
 	gunique_onconflict_xact_event(event);
 	gunique_scope_xact_event(event);
+	gunique_keyplan_xact_event(event);
 }
 
 /*
@@ -307,7 +313,8 @@ gunique_subxact_callback(SubXactEvent event, SubTransactionId mySubid,
  *	 1. the tree cache (scope.c);
  *	 2. the ON CONFLICT check's answers about BEFORE triggers (18);
  *	 3. the summaries' memos;
- *	 4. gunique_check_leaves presents its leaf as btree again.
+ *	 4. gunique_check_leaves presents its leaf as btree again;
+ *	 5. the plans keyplan.c keeps that name the relation are retired.
  */
 static void
 gunique_relcache_callback(Datum arg, Oid relid)
@@ -316,6 +323,18 @@ gunique_relcache_callback(Datum arg, Oid relid)
 	gunique_onconflict_relcache_inval(relid);
 	gunique_summary_relcache_inval(relid);
 	gunique_leafcheck_relcache_inval(relid);
+	gunique_keyplan_relcache_inval(relid);
+}
+
+/*
+ * Catalog changes for which PostgreSQL's plan cache drops its plans
+ * (functions, types, operators, schemas, foreign servers): the plans kept
+ * per partition of UPDATE and DELETE by the key go too.  No allocation.
+ */
+static void
+gunique_syscache_callback(Datum arg, int cacheid, uint32 hashvalue)
+{
+	gunique_keyplan_reset();
 }
 
 /*
@@ -352,6 +371,15 @@ gunique_hooks_install(void)
 	ExecutorEnd_hook = gunique_ExecutorEnd;
 
 	RegisterXactCallback(gunique_xact_callback, NULL);
+	CacheRegisterSyscacheCallback(PROCOID, gunique_syscache_callback, 0);
+	CacheRegisterSyscacheCallback(TYPEOID, gunique_syscache_callback, 0);
+	CacheRegisterSyscacheCallback(NAMESPACEOID, gunique_syscache_callback, 0);
+	CacheRegisterSyscacheCallback(OPEROID, gunique_syscache_callback, 0);
+	CacheRegisterSyscacheCallback(AMOPOPID, gunique_syscache_callback, 0);
+	CacheRegisterSyscacheCallback(FOREIGNSERVEROID,
+								  gunique_syscache_callback, 0);
+	CacheRegisterSyscacheCallback(FOREIGNDATAWRAPPEROID,
+								  gunique_syscache_callback, 0);
 	RegisterSubXactCallback(gunique_subxact_callback, NULL);
 
 	gunique_lookup_register_scan();

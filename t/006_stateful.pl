@@ -1888,6 +1888,7 @@ for my $round (1 .. $rounds)
 		map({ $lk->{$_} // 0 } qw(actions stmts leaf view prep rc rr ddl scenes raced waited versions keys rows missing flap_missing)),
 		join(' ', map { "$_ $lk->{err}{$_}" } sort keys %{ $lk->{err} // {} }) || 'none',
 		$lk->{checked} // 0, $lk->{explain} // 'not run');
+	$lks .= sprintf(', UPDATE and DELETE by the key: %s', $hist->($M{md})) if $lookups;
 	# clean restarts: did the start load the filters saved at the shutdown?
 	my $rs = $M{restart} // {};
 	my $res = sprintf(', %d clean restarts (%d loaded the saved filters: %d key ranges, %d filters; refused: %s; not saved: %s)',

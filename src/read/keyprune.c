@@ -67,13 +67,30 @@
 #include "commands/explain_format.h"
 #include "commands/explain_state.h"
 #endif
+#include "read/keyplan.h"
 #include "read/keyprune.h"
 #include "read/lookup.h"
 #include "read/passnode.h"
 
+/*
+ * How an UPDATE or DELETE by the key is planned: for the partition of the
+ * row found at planning, checked at executor start (the key's values are
+ * known then: constants, or a custom plan's parameters); as a stub that
+ * modifies no partition, for executor start to replace by the plan kept
+ * for the row's partition (the values are parameters); or for the
+ * partition keyplan.c asks for.
+ */
+typedef enum KeyPruneKind
+{
+	KEYPRUNE_GUESS,
+	KEYPRUNE_STUB,
+	KEYPRUNE_FORCED
+} KeyPruneKind;
+
 /* One UPDATE or DELETE being planned for the partition of its key. */
 struct GuniqueKeyPrune
 {
+	KeyPruneKind kind;
 	Index		rti;			/* the table, in the query's range table */
 	Oid			tableoid;
 	Oid			indexoid;
@@ -86,12 +103,14 @@ struct GuniqueKeyPrune
 /*
  * What the check keeps in custom_private: the table and the index, the
  * partitions the plan modifies, the query to plan again and its cursor
- * options.  custom_exprs holds the key's value expressions.
+ * options, and a stub's family of plans (keyplan.c), or 0 if the plan is
+ * not a stub.  custom_exprs holds the key's value expressions.
  */
 #define KEYCHECK_PRIVATE_RELS		0
 #define KEYCHECK_PRIVATE_PARTS		1
 #define KEYCHECK_PRIVATE_QUERY		2
 #define KEYCHECK_PRIVATE_OPTIONS	3
+#define KEYCHECK_PRIVATE_FAMILY		4
 
 /* gunique.enable_modify_by_key */
 bool		gunique_enable_modify_by_key = true;
@@ -157,6 +176,64 @@ keyprune_param_unknown(Node *node, void *context)
 			(prm->pflags & PARAM_FLAG_CONST) == 0;
 	}
 	return expression_tree_walker(node, keyprune_param_unknown, context);
+}
+
+/* What keyprune_params_walker found. */
+typedef struct KeyPruneParams
+{
+	bool		external;		/* an external parameter */
+	bool		other;			/* another kind of parameter */
+} KeyPruneParams;
+
+static bool
+keyprune_params_walker(Node *node, KeyPruneParams *found)
+{
+	if (node == NULL)
+		return false;
+	if (IsA(node, Param))
+	{
+		if (((Param *) node)->paramkind == PARAM_EXTERN)
+			found->external = true;
+		else
+			found->other = true;
+		return false;
+	}
+	return expression_tree_walker(node, keyprune_params_walker,
+								  (void *) found);
+}
+
+/*
+ * Does "node" read a parameter, every one an external parameter (a
+ * prepared statement's, a PL/pgSQL variable's), which each execution gives
+ * a value before the executor starts?
+ */
+static bool
+keyprune_reads_params(Node *node)
+{
+	KeyPruneParams found = {false, false};
+
+	(void) keyprune_params_walker(node, &found);
+	return found.external && !found.other;
+}
+
+/*
+ * Does "node" read a parameter that "params" has no value for (the
+ * parameters of EXPLAIN (GENERIC_PLAN), which has none)?
+ */
+static bool
+keyprune_params_missing(Node *node, ParamListInfo params)
+{
+	if (node == NULL)
+		return false;
+	if (IsA(node, Param))
+	{
+		Param	   *param = (Param *) node;
+
+		return params == NULL || param->paramid <= 0 ||
+			param->paramid > params->numParams;
+	}
+	return expression_tree_walker(node, keyprune_params_missing,
+								  (void *) params);
 }
 
 static bool
@@ -226,20 +303,68 @@ keyprune_fold(List *values)
 }
 
 /*
+ * The key's values where each is a constant or an external parameter of
+ * the key's type (most statements by the key), without an executor state:
+ * false if one is not.  The values are the caller's to copy (they are
+ * compared, never kept).
+ */
+static bool
+keyprune_evaluate_plain(List *values, ParamListInfo params, Datum *keys,
+						bool *isnull)
+{
+	int			i = 0;
+	ListCell   *lc;
+
+	foreach(lc, values)
+	{
+		Node	   *value = (Node *) lfirst(lc);
+
+		if (IsA(value, Const))
+		{
+			keys[i] = ((Const *) value)->constvalue;
+			isnull[i] = ((Const *) value)->constisnull;
+		}
+		else if (IsA(value, Param) &&
+				 ((Param *) value)->paramkind == PARAM_EXTERN &&
+				 params != NULL && params->paramFetch == NULL &&
+				 ((Param *) value)->paramid > 0 &&
+				 ((Param *) value)->paramid <= params->numParams)
+		{
+			Param	   *param = (Param *) value;
+			ParamExternData *prm = &params->params[param->paramid - 1];
+
+			if (prm->ptype != param->paramtype)
+				return false;
+			keys[i] = prm->value;
+			isnull[i] = prm->isnull;
+		}
+		else
+			return false;
+		i++;
+	}
+	return true;
+}
+
+/*
  * Evaluate the key's value expressions (no column, nothing volatile: see
  * lookupplan.c; nothing that may fail: keyprune_value_may_fail) with the
- * parameters given, into the current memory context.
+ * parameters given, into the current memory context (constants and
+ * parameters alone are not copied: keyprune_evaluate_plain).
  */
 static void
 keyprune_evaluate(List *values, ParamListInfo params, Datum *keys,
 				  bool *isnull)
 {
-	EState	   *estate = CreateExecutorState();
-	ExprContext *econtext = GetPerTupleExprContext(estate);
+	EState	   *estate;
+	ExprContext *econtext;
 	MemoryContext caller = CurrentMemoryContext;
 	int			i = 0;
 	ListCell   *lc;
 
+	if (keyprune_evaluate_plain(values, params, keys, isnull))
+		return;
+	estate = CreateExecutorState();
+	econtext = GetPerTupleExprContext(estate);
 	econtext->ecxt_param_list_info = params;
 	foreach(lc, values)
 	{
@@ -339,37 +464,59 @@ keyprune_partition_qual(Relation table, Oid partoid, Index rti)
 
 /*
  * An UPDATE or DELETE of "table" (range table index rti) that binds the
- * key of gunique index "indexoid" to "values": find the key's row with a
- * dirty snapshot (a guess; the check at executor start decides), and make
- * the clause that prunes to its partition, or to none if there is no
- * row.  NULL if the values are not known yet (a generic plan) or pruning
- * could not use the partition's constraint.
+ * key of gunique index "indexoid" to "values": make the clause that
+ * prunes the table's partitions.  For keyplan.c's planning of partition
+ * "forced", that partition's constraint.  Where the values read
+ * parameters, false: a stub, which executor start replaces (every
+ * execution gives the parameters values then).  Otherwise find the key's
+ * row with a dirty snapshot (a guess; the check at executor start
+ * decides), and prune to its partition, or to none if there is no row.
+ * NULL if the values are not known yet (they read something else that
+ * only the executor has) or pruning could not use the partition's
+ * constraint.
  */
 GuniqueKeyPrune *
 gunique_keyprune_begin(Relation table, Index rti, Oid indexoid, List *values,
-					   ParamListInfo boundParams)
+					   ParamListInfo boundParams, Oid forced)
 {
 	Datum		keys[INDEX_MAX_KEYS];
 	bool		isnull[INDEX_MAX_KEYS];
 	SnapshotData dirty;
 	GuniqueKeyPrune *prune;
+	KeyPruneKind kind;
 	Oid			partoid;
 	Expr	   *clause;
 
 	values = keyprune_fold(values);
-	if (keyprune_param_unknown((Node *) values, boundParams) ||
-		keyprune_value_may_fail((Node *) values, NULL))
+	if (keyprune_value_may_fail((Node *) values, NULL))
 		return NULL;
-	keyprune_evaluate(values, boundParams, keys, isnull);
-	InitDirtySnapshot(dirty);
-	partoid = keyprune_find(table, indexoid, keys, isnull, &dirty);
-	if (OidIsValid(partoid))
-		clause = keyprune_partition_qual(table, partoid, rti);
-	else
+	if (OidIsValid(forced))
+	{
+		kind = KEYPRUNE_FORCED;
+		clause = keyprune_partition_qual(table, forced, rti);
+	}
+	else if (keyprune_reads_params((Node *) values))
+	{
+		kind = KEYPRUNE_STUB;
 		clause = (Expr *) makeBoolConst(false, false);
+	}
+	else
+	{
+		if (keyprune_param_unknown((Node *) values, boundParams))
+			return NULL;
+		kind = KEYPRUNE_GUESS;
+		keyprune_evaluate(values, boundParams, keys, isnull);
+		InitDirtySnapshot(dirty);
+		partoid = keyprune_find(table, indexoid, keys, isnull, &dirty);
+		if (OidIsValid(partoid))
+			clause = keyprune_partition_qual(table, partoid, rti);
+		else
+			clause = (Expr *) makeBoolConst(false, false);
+	}
 	if (clause == NULL)
 		return NULL;
 	prune = palloc0(sizeof(GuniqueKeyPrune));
+	prune->kind = kind;
 	prune->rti = rti;
 	prune->tableoid = RelationGetRelid(table);
 	prune->indexoid = indexoid;
@@ -432,8 +579,10 @@ gunique_keyprune_relation(GuniqueKeyPrune *prune, PlannerInfo *root,
 
 /*
  * The plan of an UPDATE or DELETE whose table was given the clause: put
- * the check above the scan its ModifyTable reads.  False if the plan is not
- * that (the caller plans again, unpruned).
+ * the check above the scan its ModifyTable reads, with a stub's family of
+ * plans.  A plan for the partition keyplan.c asked for has no check: the
+ * executor start that asked has found the key's row there.  False if the
+ * plan is not that (the caller plans again, unpruned).
  */
 bool
 gunique_keyprune_plan(GuniqueKeyPrune *prune, PlannedStmt *stmt,
@@ -449,16 +598,21 @@ gunique_keyprune_plan(GuniqueKeyPrune *prune, PlannedStmt *stmt,
 	if (mt == NULL || !IsA(mt, ModifyTable) || mt->plan.lefttree == NULL ||
 		(mt->operation != CMD_UPDATE && mt->operation != CMD_DELETE))
 		return false;
+	/* a change to the index plans again, as for lookups */
+	stmt->relationOids = lappend_oid(stmt->relationOids, prune->indexoid);
+	if (prune->kind == KEYPRUNE_FORCED)
+		return true;
 	foreach(lc, mt->resultRelations)
 		parts = lappend_oid(parts,
 							rt_fetch(lfirst_int(lc), stmt->rtable)->relid);
 	cscan = gunique_passnode_insert(stmt, mt, &keycheck_scan_methods);
 	cscan->custom_exprs = prune->values;
 	cscan->custom_private =
-		list_make4(list_make2_oid(prune->tableoid, prune->indexoid), parts,
-				   original, makeInteger(cursorOptions));
-	/* a change to the index plans again, as for lookups */
-	stmt->relationOids = lappend_oid(stmt->relationOids, prune->indexoid);
+		list_make5(list_make2_oid(prune->tableoid, prune->indexoid), parts,
+				   original, makeInteger(cursorOptions),
+				   makeInteger(prune->kind == KEYPRUNE_STUB ?
+							   gunique_keyplan_family(original,
+													  cursorOptions) : 0));
 	return true;
 }
 
@@ -479,18 +633,14 @@ keyprune_check_of(PlannedStmt *stmt)
 }
 
 /*
- * Does the plan still modify the key's partition: is the row of the key
- * that the statement's snapshot sees, if any, in a partition the plan
- * modifies?  Invalidations are processed first, as a lookup does, so that
- * the tree read is current as of the snapshot.  In a serializable
- * transaction, never: PostgreSQL's plan leaves predicate locks in every
- * partition's btree, which the pruned plan would not.
+ * The partition of the key's row that the statement's snapshot sees, or
+ * InvalidOid.  Invalidations are processed first, as a lookup does, so
+ * that the tree read is current as of the snapshot.
  */
-static bool
-keyprune_holds(CustomScan *check, QueryDesc *queryDesc)
+static Oid
+keyprune_locate(CustomScan *check, QueryDesc *queryDesc)
 {
 	List	   *rels = list_nth(check->custom_private, KEYCHECK_PRIVATE_RELS);
-	List	   *parts = list_nth(check->custom_private, KEYCHECK_PRIVATE_PARTS);
 	MemoryContext cxt;
 	MemoryContext old;
 	Datum		keys[INDEX_MAX_KEYS];
@@ -498,8 +648,6 @@ keyprune_holds(CustomScan *check, QueryDesc *queryDesc)
 	Relation	table;
 	Oid			partoid;
 
-	if (IsolationIsSerializable() || RecoveryInProgress())
-		return false;
 	AcceptInvalidationMessages();
 	cxt = AllocSetContextCreate(CurrentMemoryContext, "gunique key check",
 								ALLOCSET_SMALL_SIZES);
@@ -512,6 +660,25 @@ keyprune_holds(CustomScan *check, QueryDesc *queryDesc)
 	table_close(table, NoLock);
 	MemoryContextSwitchTo(old);
 	MemoryContextDelete(cxt);
+	return partoid;
+}
+
+/*
+ * Does the plan still modify the key's partition: is the row of the key
+ * that the statement's snapshot sees, if any, in a partition the plan
+ * modifies?  In a serializable transaction, never: PostgreSQL's plan
+ * leaves predicate locks in every partition's btree, which the pruned
+ * plan would not.
+ */
+static bool
+keyprune_holds(CustomScan *check, QueryDesc *queryDesc)
+{
+	List	   *parts = list_nth(check->custom_private, KEYCHECK_PRIVATE_PARTS);
+	Oid			partoid;
+
+	if (IsolationIsSerializable() || RecoveryInProgress())
+		return false;
+	partoid = keyprune_locate(check, queryDesc);
 	return !OidIsValid(partoid) || list_member_oid(parts, partoid);
 }
 
@@ -545,21 +712,62 @@ keyprune_replan(CustomScan *check, QueryDesc *queryDesc, bool prune)
 }
 
 /*
+ * A stub of family "family": the plan kept for the partition of the key's
+ * row, or the stub itself if no row has the key (it modifies nothing, as
+ * PostgreSQL's plan would find nothing).  In a serializable transaction
+ * (which may have begun after the stub was made), the plan PostgreSQL
+ * would make.  Under EXPLAIN (GENERIC_PLAN), which gives the parameters
+ * no values, the stub stays.
+ */
+static void
+keyprune_resolve(CustomScan *check, int family, QueryDesc *queryDesc)
+{
+	List	   *rels = list_nth(check->custom_private, KEYCHECK_PRIVATE_RELS);
+	Query	   *query = list_nth(check->custom_private, KEYCHECK_PRIVATE_QUERY);
+	int			options = intVal(list_nth(check->custom_private,
+										  KEYCHECK_PRIVATE_OPTIONS));
+	Oid			partoid;
+
+	if (IsolationIsSerializable() || RecoveryInProgress())
+	{
+		keyprune_replan(check, queryDesc, false);
+		return;
+	}
+	if (keyprune_params_missing((Node *) check->custom_exprs,
+								queryDesc->params))
+		return;
+	partoid = keyprune_locate(check, queryDesc);
+	if (OidIsValid(partoid))
+		queryDesc->plannedstmt = gunique_keyplan_get(family, query, options,
+													 linitial_oid(rels),
+													 partoid,
+													 queryDesc->sourceText);
+}
+
+/*
  * The executor start hook's part (hooks.c), before the executor starts the
- * plan: a plan whose check fails (a cached plan whose key's row has moved
- * since, or a row moved between planning and the snapshot) is made again
- * for the row's partition now, and checked again; if that fails too, made
- * as PostgreSQL would make it.  A plan already made with the check keeps
- * it whatever gunique.enable_modify_by_key says now: it is correct either
- * way, as a lookup's plan is.
+ * plan.  A stub is replaced by the plan for its key's partition, also for
+ * EXPLAIN, which shows that plan.  A plan whose check fails (a cached plan
+ * whose key's row has moved since, or a row moved between planning and
+ * the snapshot) is made again for the row's partition now, and checked
+ * again; if that fails too, made as PostgreSQL would make it.  A plan
+ * already made with the check keeps it whatever
+ * gunique.enable_modify_by_key says now: it is correct either way, as a
+ * lookup's plan is.
  */
 void
 gunique_keyprune_executor_start(QueryDesc *queryDesc, int eflags)
 {
 	CustomScan *check = keyprune_check_of(queryDesc->plannedstmt);
+	int			family;
 
-	if (check != NULL && (eflags & EXEC_FLAG_EXPLAIN_ONLY) == 0 &&
-		!keyprune_holds(check, queryDesc))
+	if (check == NULL)
+		return;
+	family = intVal(list_nth(check->custom_private, KEYCHECK_PRIVATE_FAMILY));
+	if (family != 0)
+		keyprune_resolve(check, family, queryDesc);
+	else if ((eflags & EXEC_FLAG_EXPLAIN_ONLY) == 0 &&
+			 !keyprune_holds(check, queryDesc))
 	{
 		keyprune_replan(check, queryDesc, true);
 		check = keyprune_check_of(queryDesc->plannedstmt);

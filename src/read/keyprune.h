@@ -27,7 +27,8 @@ extern void gunique_keyprune_executor_start(QueryDesc *queryDesc, int eflags);
 extern bool gunique_keyprune_allowed(void);
 extern GuniqueKeyPrune *gunique_keyprune_begin(Relation table, Index rti,
 											   Oid indexoid, List *values,
-											   ParamListInfo boundParams);
+											   ParamListInfo boundParams,
+											   Oid forced);
 extern void gunique_keyprune_relation(GuniqueKeyPrune *prune,
 									  PlannerInfo *root, RelOptInfo *rel);
 extern bool gunique_keyprune_plan(GuniqueKeyPrune *prune, PlannedStmt *stmt,

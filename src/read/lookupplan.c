@@ -63,6 +63,7 @@
 
 #include "compat.h"
 #include "am/tree.h"
+#include "read/keyplan.h"
 #include "read/keyprune.h"
 #include "read/lookup.h"
 #include "read/lookupplan.h"
@@ -661,7 +662,8 @@ lookup_mark_query(Query *parse)
  * (PostgreSQL prunes then).  NULL if not.
  */
 static GuniqueKeyPrune *
-lookup_prune_query(Query *parse, ParamListInfo boundParams)
+lookup_prune_query(Query *parse, ParamListInfo boundParams, Oid forced_table,
+				   Oid forced)
 {
 	Index		rti = parse->resultRelation;
 	RangeTblEntry *rte;
@@ -696,7 +698,9 @@ lookup_prune_query(Query *parse, ParamListInfo boundParams)
 		for (int i = 0; i < binding.nkeys; i++)
 			values = lappend(values, binding.values[i]);
 		prune = gunique_keyprune_begin(table, rti, indexoid, values,
-									   boundParams);
+									   boundParams,
+									   forced_table == rte->relid ?
+									   forced : InvalidOid);
 	}
 	table_close(table, NoLock);
 	return prune;
@@ -819,6 +823,8 @@ gunique_lookup_planner(Query *parse, const char *query_string,
 	Query	   *copy = NULL;
 	PlannedStmt *result;
 	bool		complete = true;
+	Oid			forced_table;
+	Oid			forced = gunique_keyplan_take_forced(&forced_table);
 	ListCell   *lc;
 
 	this.marks = NIL;
@@ -834,7 +840,8 @@ gunique_lookup_planner(Query *parse, const char *query_string,
 		}
 	}
 	else
-		this.prune = lookup_prune_query(parse, boundParams);
+		this.prune = lookup_prune_query(parse, boundParams, forced_table,
+										forced);
 	if (this.marks != NIL || this.nested || this.prune != NULL)
 		copy = copyObject(parse);
 	result = lookup_call_planner(&this, parse, query_string, cursorOptions,

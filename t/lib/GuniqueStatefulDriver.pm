@@ -483,6 +483,19 @@ sub as_copy
 	return $a;
 }
 
+# An UPDATE or DELETE by the key: its SQL with constants, or, where the
+# session's prepared statements may be used (prep_ok), an EXECUTE of one
+# of them (md_*) with a generic or a custom plan; each counted.
+sub modify_sql
+{
+	my ($d, $sql, $name, @args) = @_;
+	my $r = rand();
+	my $how = !prep_ok($d) || $r < 0.5 ? 'literal' : $r < 0.75 ? 'generic' : 'custom';
+	$M{md}{$how}++;
+	return $sql if $how eq 'literal';
+	return "SET plan_cache_mode = force_${how}_plan; EXECUTE $name(" . join(', ', @args) . ')';
+}
+
 sub op_update_key
 {
 	my ($d) = @_;
@@ -494,7 +507,7 @@ sub op_update_key
 	return if gidx_guard() && slot_taken($t, $k2, $slot);
 	return unless race_ok($d, [ [ 'ins', $slot, $k2 ] ]);
 	return {
-		sql => "UPDATE t SET k = $k2 WHERE k = $k RETURNING k",
+		sql => modify_sql($d, "UPDATE t SET k = $k2 WHERE k = $k RETURNING k", 'md_key', $k, $k2),
 		row => [ $slot, $k ],
 		ops => [ [ 'del', $slot, $k ], [ 'ins', $slot, $k2 ] ],
 		done => \&rows_done
@@ -511,7 +524,7 @@ sub op_update_keep
 	my $r = pick(live_keys_untouched($t)) or return;
 	my ($k, $slot) = @$r;
 	return {
-		sql => "UPDATE t SET v = v + 1 WHERE k = $k RETURNING k",
+		sql => modify_sql($d, "UPDATE t SET v = v + 1 WHERE k = $k RETURNING k", 'md_keep', $k),
 		row => [ $slot, $k ],
 		ops => [ [ 'del', $slot, $k ], [ 'ins', $slot, $k ] ],
 		done => \&rows_done
@@ -527,8 +540,9 @@ sub op_move
 	my $to = pick(grep { $_ != $slot } attached_slots($t));
 	return unless defined $to;
 	return if gidx_guard() && slot_taken($t, $k, $to);
+	my $p = rand_p($to);
 	return {
-		sql => 'UPDATE t SET p = ' . rand_p($to) . " WHERE k = $k RETURNING k",
+		sql => modify_sql($d, "UPDATE t SET p = $p WHERE k = $k RETURNING k", 'md_move', $k, $p),
 		row => [ $slot, $k ],
 		ops => [ [ 'del', $slot, $k ], [ 'ins', $to, $k ] ],
 		done => \&rows_done
@@ -540,7 +554,7 @@ sub op_delete
 	my ($d) = @_;
 	my $r = pick(live_keys_untouched($d->{tx})) or return;
 	return {
-		sql => "DELETE FROM t WHERE k = $r->[0] RETURNING k",
+		sql => modify_sql($d, "DELETE FROM t WHERE k = $r->[0] RETURNING k", 'md_del', $r->[0]),
 		row => [ $r->[1], $r->[0] ],
 		ops => [ [ 'del', $r->[1], $r->[0] ] ],
 		done => \&rows_done
@@ -1672,10 +1686,10 @@ sub lookup_sql
 	my $prep = !defined $leaf && prep_ok($d) && rand() < 0.25;
 	if (@$keys == 1 && rand() < 0.8)
 	{
-		return $prep ? "EXECUTE lk1($keys->[0])" : "SELECT k, p FROM $from WHERE k = $keys->[0]";
+		return $prep ? "SET plan_cache_mode = force_generic_plan; EXECUTE lk1($keys->[0])" : "SELECT k, p FROM $from WHERE k = $keys->[0]";
 	}
 	my $arr = "'{" . join(',', @$keys) . "}'";
-	return "EXECUTE lkn($arr)" if $prep;
+	return "SET plan_cache_mode = force_generic_plan; EXECUTE lkn($arr)" if $prep;
 	return "SELECT k, p FROM $from WHERE k IN (" . join(', ', @$keys) . ')' if rand() < 0.3;
 	return "SELECT k, p FROM $from WHERE k = ANY ($arr)";
 }
@@ -1869,12 +1883,13 @@ sub lookup_judge
 	$M{lk}{ defined $l->{flap} ? 'flap_missing' : 'missing' }++ if $st eq '00000' && !$exact;
 	$M{lk}{leaf}++ if defined $s->{leaf};
 	$M{lk}{view}++ if $s->{sql} =~ /\bFROM tv\b/;
-	$M{lk}{prep}++ if $s->{sql} =~ /^EXECUTE/;
+	$M{lk}{prep}++ if $s->{sql} =~ /EXECUTE lk/;
 	$M{lk}{err}{$st}++ if $st ne '00000';
 	note("step $stepno: $what: $st, allowed: " . short_err($d->{s}{lasterr})) if $st eq '40001';
 }
 
-# Prepared lookups (generic plans) in every driver session that has none.
+# Prepared lookups (generic plans) in every driver session that has none,
+# and prepared UPDATE and DELETE by the key (md_*, see modify_sql).
 #
 # After ALTER COLUMN TYPE they are prepared again, for the key's new type
 # (idle sessions, at each step): a parameter of another type would not be
@@ -1895,9 +1910,13 @@ sub sess_prepare
 		my $ty = t_type($d->{tx});
 		next if ($d->{prep} && $d->{prep_type} eq $ty) || $d->{pending} || ($d->{tx} && $d->{tx}{aborted});
 		next if $d->{tx} && $d->{tx}{rr} && !$d->{tx}{rr_vers};
-		sess_send($d->{s}, ($d->{prep} ? 'DEALLOCATE lk1; DEALLOCATE lkn; ' : 'SET plan_cache_mode = force_generic_plan; ')
+		sess_send($d->{s}, ($d->{prep} ? 'DEALLOCATE ALL; ' : 'SET plan_cache_mode = force_generic_plan; ')
 			  . "PREPARE lk1($ty) AS SELECT $k, p FROM t WHERE k = \$1; "
-			  . "PREPARE lkn($ty\[]) AS SELECT $k, p FROM t WHERE k = ANY (\$1)");
+			  . "PREPARE lkn($ty\[]) AS SELECT $k, p FROM t WHERE k = ANY (\$1); "
+			  . "PREPARE md_key($ty, $ty) AS UPDATE t SET k = \$2 WHERE k = \$1 RETURNING $k; "
+			  . "PREPARE md_keep($ty) AS UPDATE t SET v = v + 1 WHERE k = \$1 RETURNING $k; "
+			  . "PREPARE md_move($ty, int) AS UPDATE t SET p = \$2 WHERE k = \$1 RETURNING $k; "
+			  . "PREPARE md_del($ty) AS DELETE FROM t WHERE k = \$1 RETURNING $k");
 		my ($st) = sess_wait($d->{s});
 		fail_now("$d->{s}{name}: preparing lookups: $st $d->{s}{lasterr}") unless $st eq '00000';
 		$d->{prep} = 1;

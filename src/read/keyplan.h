@@ -1,0 +1,26 @@
+/*-------------------------------------------------------------------------
+ *
+ * keyplan.h
+ *	  Plans of an UPDATE or DELETE by a gunique key, one per partition,
+ *	  kept for the statement's later executions.  See src/README,
+ *	  "Modifying by the key".
+ *
+ *-------------------------------------------------------------------------
+ */
+#ifndef GUNIQUE_KEYPLAN_H
+#define GUNIQUE_KEYPLAN_H
+
+#include "access/xact.h"
+#include "nodes/parsenodes.h"
+#include "nodes/plannodes.h"
+
+extern int	gunique_keyplan_family(Query *query, int cursorOptions);
+extern Oid	gunique_keyplan_take_forced(Oid *tableoid);
+extern PlannedStmt *gunique_keyplan_get(int id, Query *query,
+										int cursorOptions, Oid tableoid,
+										Oid partoid, const char *sourceText);
+extern void gunique_keyplan_relcache_inval(Oid relid);
+extern void gunique_keyplan_reset(void);
+extern void gunique_keyplan_xact_event(XactEvent event);
+
+#endif							/* GUNIQUE_KEYPLAN_H */

@@ -130,8 +130,8 @@ scale_params()
 	W6_MODES=${BENCH_W6_MODES:-select-only select-update}
 	for m in $W6_MODES; do
 		case "$m" in
-		select-only | select-update | update-only) ;;
-		*) die "BENCH_W6_MODES: unknown mode '$m' (select-only, select-update, update-only)" ;;
+		select-only | select-update | update-only | update-generic | update-custom | delete-insert) ;;
+		*) die "BENCH_W6_MODES: unknown mode '$m' (select-only, select-update, update-only, update-generic, update-custom, delete-insert)" ;;
 		esac
 	done
 	W6_CLIENTS=${BENCH_CLIENTS:-8}

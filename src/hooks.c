@@ -258,6 +258,7 @@ gunique_ExecutorEnd(QueryDesc *queryDesc)
 		prev_ExecutorEnd(queryDesc);
 	else
 		standard_ExecutorEnd(queryDesc);
+	gunique_keyplan_executor_end(queryDesc->plannedstmt);
 	gunique_stats_flush();
 }
 
@@ -303,6 +304,7 @@ gunique_subxact_callback(SubXactEvent event, SubTransactionId mySubid,
 	gunique_probescan_subxact_event(event, mySubid, parentSubid);
 	gunique_onconflict_subxact_event(event, mySubid, parentSubid);
 	gunique_scope_subxact_event(event, mySubid, parentSubid);
+	gunique_keyplan_subxact_event(event, mySubid);
 }
 
 /*
@@ -334,7 +336,7 @@ gunique_relcache_callback(Datum arg, Oid relid)
 static void
 gunique_syscache_callback(Datum arg, int cacheid, uint32 hashvalue)
 {
-	gunique_keyplan_reset();
+	gunique_keyplan_syscache_inval(cacheid, hashvalue);
 }
 
 /*

@@ -33,7 +33,9 @@
 #include "lib/ilist.h"
 #include "nodes/parsenodes.h"
 #include "nodes/plannodes.h"
+#include "parser/parsetree.h"
 #include "storage/lmgr.h"
+#include "utils/syscache.h"
 #include "tcop/tcopprot.h"
 #include "utils/hsearch.h"
 #include "utils/memutils.h"
@@ -50,8 +52,27 @@ typedef struct KeyPlan
 	MemoryContext context;		/* holds this struct and the plan */
 	PlannedStmt *stmt;
 	bool		valid;			/* false once retired */
+	int			refcount;		/* executors running it (uses below) */
 	struct KeyPlan *next_retired;
 } KeyPlan;
+
+/*
+ * A kept plan handed to an executor, until its ExecutorEnd or the abort of
+ * the subtransaction it started in (r50: retired plans are freed as soon
+ * as no executor runs them, not only in a later transaction).
+ */
+typedef struct KeyPlanUse
+{
+	KeyPlan    *plan;
+	SubTransactionId subid;
+} KeyPlanUse;
+
+static KeyPlanUse *uses = NULL;
+static int	nuses = 0;
+static int	maxuses = 0;
+
+/* Inside gunique_keyplan_get or _family: families are not freed then. */
+static int	keyplan_depth = 0;
 
 typedef struct KeyPlanEntry
 {
@@ -76,31 +97,37 @@ static int	next_family_id = 1;
 static MemoryContext keyplan_context = NULL;
 
 /*
- * Retired plans and families, and the transaction count at which each list
- * was last added to; freed once a transaction has ended since.
+ * Retired plans and families: a plan is freed once no executor runs it, a
+ * family once no call here holds it.
  */
 static KeyPlan *retired_plans = NULL;
 static KeyPlanFamily *retired_families = NULL;
-static uint64 retired_at = 0;
-static uint64 transactions_ended = 0;
 
-/* The partition the next planning is for (keyplan_plan). */
+/* The partition the next planning of forced_query is for (keyplan_plan). */
+static Query *forced_query = NULL;
 static Oid	forced_table = InvalidOid;
 static Oid	forced_partition = InvalidOid;
 
-/* Free what was retired before the transaction under way began. */
+/* Free what was retired and is no longer in use. */
 static void
 keyplan_free_retired(void)
 {
-	if (retired_at == transactions_ended)
-		return;
-	while (retired_plans != NULL)
-	{
-		KeyPlan    *plan = retired_plans;
+	KeyPlan   **link = &retired_plans;
 
-		retired_plans = plan->next_retired;
+	while (*link != NULL)
+	{
+		KeyPlan    *plan = *link;
+
+		if (plan->refcount > 0)
+		{
+			link = &plan->next_retired;
+			continue;
+		}
+		*link = plan->next_retired;
 		MemoryContextDelete(plan->context);
 	}
+	if (keyplan_depth > 0)
+		return;
 	while (retired_families != NULL)
 	{
 		KeyPlanFamily *family = retired_families;
@@ -118,7 +145,6 @@ keyplan_retire(HTAB *plans, KeyPlan *plan)
 	(void) hash_search(plans, &plan->partoid, HASH_REMOVE, NULL);
 	plan->next_retired = retired_plans;
 	retired_plans = plan;
-	retired_at = transactions_ended;
 }
 
 static void
@@ -134,7 +160,6 @@ keyplan_retire_family(KeyPlanFamily *family)
 	nfamilies--;
 	family->next_retired = retired_families;
 	retired_families = family;
-	retired_at = transactions_ended;
 }
 
 static KeyPlanFamily *
@@ -220,15 +245,23 @@ gunique_keyplan_family(Query *query, int cursorOptions)
 }
 
 /*
- * The partition the planning now starting is for, if it plans "tableoid"
- * for keyplan_plan; whatever it is for, the request is used up.
+ * The partition the planning of "parse" now starting is for, if it plans
+ * "tableoid" for keyplan_plan; a planning of another query (one that a
+ * planner hook before gunique's runs first) leaves the request alone.
  */
 Oid
-gunique_keyplan_take_forced(Oid *tableoid)
+gunique_keyplan_take_forced(Query *parse, Oid *tableoid)
 {
 	Oid			result = forced_partition;
 
+	/* r50: only the planning asked for, not one another hook runs first */
+	if (parse != forced_query)
+	{
+		*tableoid = InvalidOid;
+		return InvalidOid;
+	}
 	*tableoid = forced_table;
+	forced_query = NULL;
 	forced_table = InvalidOid;
 	forced_partition = InvalidOid;
 	return result;
@@ -260,16 +293,14 @@ keyplan_lock(PlannedStmt *stmt)
  * (gunique_keyplan_take_forced).  The plan is copied into a context of its
  * own; the planner's leftovers stay in the caller's.
  */
-static KeyPlan *
+static PlannedStmt *
 keyplan_plan(Oid tableoid, Oid partoid, Query *query, int cursorOptions,
 			 const char *sourceText)
 {
 	Query	   *copy = copyObject(query);
 	PlannedStmt *stmt;
-	MemoryContext context;
-	MemoryContext old;
-	KeyPlan    *plan;
 
+	forced_query = copy;
 	forced_table = tableoid;
 	forced_partition = partoid;
 	PG_TRY();
@@ -278,15 +309,27 @@ keyplan_plan(Oid tableoid, Oid partoid, Query *query, int cursorOptions,
 	}
 	PG_FINALLY();
 	{
+		forced_query = NULL;
 		forced_table = InvalidOid;
 		forced_partition = InvalidOid;
 	}
 	PG_END_TRY();
-	context = AllocSetContextCreate(CurrentMemoryContext, "gunique key plan",
+	return stmt;
+}
+
+/* Keep a copy of "stmt" in a context of its own. */
+static KeyPlan *
+keyplan_keep(PlannedStmt *stmt, Oid key)
+{
+	MemoryContext context;
+	MemoryContext old;
+	KeyPlan    *plan;
+
+	context = AllocSetContextCreate(keyplan_context, "gunique key plan",
 									ALLOCSET_SMALL_SIZES);
 	old = MemoryContextSwitchTo(context);
 	plan = palloc0(sizeof(KeyPlan));
-	plan->partoid = partoid;
+	plan->partoid = key;
 	plan->context = context;
 	plan->stmt = copyObject(stmt);
 	plan->valid = true;
@@ -295,9 +338,54 @@ keyplan_plan(Oid tableoid, Oid partoid, Query *query, int cursorOptions,
 }
 
 /*
+ * How many result relations the ModifyTable of "stmt" has (the table, for
+ * a stub), and whether partition "partoid" is one of them.
+ */
+static int
+keyplan_modifies(PlannedStmt *stmt, Oid partoid, bool *found)
+{
+	ModifyTable *mt = (ModifyTable *) stmt->planTree;
+	ListCell   *lc;
+
+	*found = false;
+	if (mt == NULL || !IsA(mt, ModifyTable))
+		return 0;
+	foreach(lc, mt->resultRelations)
+		if (rt_fetch(lfirst_int(lc), stmt->rtable)->relid == partoid)
+			*found = true;
+	return list_length(mt->resultRelations);
+}
+
+/* Record that an executor is about to run "plan". */
+static PlannedStmt *
+keyplan_use(KeyPlan *plan)
+{
+	if (nuses == maxuses)
+	{
+		int			n = maxuses == 0 ? 8 : maxuses * 2;
+
+		if (uses == NULL)
+			uses = MemoryContextAlloc(TopMemoryContext, n * sizeof(KeyPlanUse));
+		else
+			uses = repalloc(uses, n * sizeof(KeyPlanUse));
+		maxuses = n;
+	}
+	uses[nuses].plan = plan;
+	uses[nuses].subid = GetCurrentSubTransactionId();
+	nuses++;
+	plan->refcount++;
+	return plan->stmt;
+}
+
+/*
  * The plan of family "id" (made again from "query" if forgotten) for the
  * key's row in partition "partoid" of "tableoid": the kept one, once its
- * relations are locked and it is still valid, or a new one, kept.
+ * relations are locked and it is still valid, or a new one, kept.  A plan
+ * that could not be pruned to the partition (a hash level, a default
+ * partition) is kept once per family, under InvalidOid, and serves every
+ * such partition it modifies (r50: not once per partition).  NULL if the
+ * planning did not give a plan for the partition (another planner hook
+ * took the request): the caller plans the statement unpruned.
  */
 PlannedStmt *
 gunique_keyplan_get(int id, Query *query, int cursorOptions, Oid tableoid,
@@ -306,34 +394,111 @@ gunique_keyplan_get(int id, Query *query, int cursorOptions, Oid tableoid,
 	KeyPlanFamily *family;
 	KeyPlanEntry *entry;
 	KeyPlan    *plan;
+	PlannedStmt *stmt;
+	PlannedStmt *result = NULL;
 	bool		found;
+	bool		modifies;
+	Oid			key;
+	int			n;
 
 	keyplan_free_retired();
-	for (;;)
+	keyplan_depth++;
+	PG_TRY();
 	{
-		family = keyplan_family_get(id, query, cursorOptions);
-		entry = hash_search(family->plans, &partoid, HASH_FIND, NULL);
-		if (entry == NULL)
-			break;
-		plan = entry->plan;
-		keyplan_lock(plan->stmt);
-		/* still kept once the invalidations are in: use it */
-		if (plan->valid)
-			return plan->stmt;
-	}
+		for (;;)
+		{
+			family = keyplan_family_get(id, query, cursorOptions);
+			entry = hash_search(family->plans, &partoid, HASH_FIND, NULL);
+			if (entry == NULL)
+			{
+				Oid			shared = InvalidOid;
 
-	/*
-	 * Planning locks what the plan reads, and it reads the catalogs after
-	 * that: the new plan is current, whatever invalidations its locks
-	 * brought in.  Those may have retired the family: look it up again.
-	 */
-	plan = keyplan_plan(tableoid, partoid, query, cursorOptions, sourceText);
-	family = keyplan_family_get(id, query, cursorOptions);
-	MemoryContextSetParent(plan->context, keyplan_context);
-	entry = hash_search(family->plans, &partoid, HASH_ENTER, &found);
-	Assert(!found);
-	entry->plan = plan;
-	return plan->stmt;
+				entry = hash_search(family->plans, &shared, HASH_FIND, NULL);
+				if (entry != NULL)
+				{
+					(void) keyplan_modifies(entry->plan->stmt, partoid, &modifies);
+					if (!modifies)
+						entry = NULL;
+				}
+			}
+			if (entry == NULL)
+				break;
+			plan = entry->plan;
+			keyplan_lock(plan->stmt);
+			/* still kept once the invalidations are in: use it */
+			if (plan->valid)
+			{
+				result = keyplan_use(plan);
+				break;
+			}
+		}
+
+		/*
+		 * Planning locks what the plan reads, and it reads the catalogs
+		 * after that: the new plan is current, whatever invalidations its
+		 * locks brought in.  Those may have retired the family: look it up
+		 * again.
+		 */
+		if (result == NULL)
+		{
+			stmt = keyplan_plan(tableoid, partoid, query, cursorOptions,
+								sourceText);
+			/* a stub modifies the table alone: not the planning asked for */
+			n = keyplan_modifies(stmt, partoid, &modifies);
+			if (modifies)
+			{
+				key = n == 1 ? partoid : InvalidOid;
+				family = keyplan_family_get(id, query, cursorOptions);
+				entry = hash_search(family->plans, &key, HASH_FIND, NULL);
+				if (entry != NULL)
+					keyplan_retire(family->plans, entry->plan);
+				plan = keyplan_keep(stmt, key);
+				entry = hash_search(family->plans, &key, HASH_ENTER, &found);
+				Assert(!found);
+				entry->plan = plan;
+				result = keyplan_use(plan);
+			}
+		}
+	}
+	PG_FINALLY();
+	{
+		keyplan_depth--;
+	}
+	PG_END_TRY();
+	return result;
+}
+
+/* An executor ended: the plan it ran, if kept here, is one use fewer. */
+void
+gunique_keyplan_executor_end(PlannedStmt *stmt)
+{
+	for (int i = nuses - 1; i >= 0; i--)
+	{
+		if (uses[i].plan->stmt != stmt)
+			continue;
+		uses[i].plan->refcount--;
+		uses[i] = uses[--nuses];
+		if (retired_plans != NULL || retired_families != NULL)
+			keyplan_free_retired();
+		return;
+	}
+}
+
+/*
+ * A subtransaction aborted: the executors started in it or in those it
+ * began (every subtransaction begun while it was open) are gone.
+ */
+void
+gunique_keyplan_subxact_event(SubXactEvent event, SubTransactionId mySubid)
+{
+	if (event != SUBXACT_EVENT_ABORT_SUB)
+		return;
+	for (int i = nuses - 1; i >= 0; i--)
+		if (uses[i].subid >= mySubid)
+		{
+			uses[i].plan->refcount--;
+			uses[i] = uses[--nuses];
+		}
 }
 
 /*
@@ -360,23 +525,57 @@ gunique_keyplan_relcache_inval(Oid relid)
 }
 
 /*
- * A function, type, operator, schema or foreign server changed, which the
- * plan cache resets its plans for: retire every family.  No allocation.
+ * A function, type, operator, schema or foreign server changed.  As the
+ * plan cache does: for a function or a type, retire the plans that depend
+ * on that one (hash value 0: any); for the others, every plan.  Families
+ * stay: they hold no plan of their own.  No allocation.
  */
 void
-gunique_keyplan_reset(void)
+gunique_keyplan_syscache_inval(int cacheid, uint32 hashvalue)
 {
-	while (!dlist_is_empty(&families))
-		keyplan_retire_family(dlist_head_element(KeyPlanFamily, node,
-												 &families));
+	dlist_iter	iter;
+
+	dlist_foreach(iter, &families)
+	{
+		KeyPlanFamily *family = dlist_container(KeyPlanFamily, node, iter.cur);
+		HASH_SEQ_STATUS status;
+		KeyPlanEntry *entry;
+
+		hash_seq_init(&status, family->plans);
+		while ((entry = hash_seq_search(&status)) != NULL)
+		{
+			bool		depends = true;
+
+			if (cacheid == PROCOID || cacheid == TYPEOID)
+			{
+				ListCell   *lc;
+
+				depends = false;
+				foreach(lc, entry->plan->stmt->invalItems)
+				{
+					PlanInvalItem *item = (PlanInvalItem *) lfirst(lc);
+
+					if (item->cacheId == cacheid &&
+						(hashvalue == 0 || item->hashValue == hashvalue))
+						depends = true;
+				}
+			}
+			if (depends)
+				keyplan_retire(family->plans, entry->plan);
+		}
+	}
 }
 
-/* A transaction ended: what was retired in it may go. */
+/* A transaction ended: no executor of it runs a plan any longer. */
 void
 gunique_keyplan_xact_event(XactEvent event)
 {
 	if (event == XACT_EVENT_COMMIT || event == XACT_EVENT_ABORT ||
 		event == XACT_EVENT_PREPARE || event == XACT_EVENT_PARALLEL_COMMIT ||
 		event == XACT_EVENT_PARALLEL_ABORT)
-		transactions_ended++;
+	{
+		for (int i = 0; i < nuses; i++)
+			uses[i].plan->refcount--;
+		nuses = 0;
+	}
 }

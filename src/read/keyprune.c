@@ -738,10 +738,17 @@ keyprune_resolve(CustomScan *check, int family, QueryDesc *queryDesc)
 		return;
 	partoid = keyprune_locate(check, queryDesc);
 	if (OidIsValid(partoid))
-		queryDesc->plannedstmt = gunique_keyplan_get(family, query, options,
-													 linitial_oid(rels),
-													 partoid,
-													 queryDesc->sourceText);
+	{
+		PlannedStmt *stmt = gunique_keyplan_get(family, query, options,
+												linitial_oid(rels), partoid,
+												queryDesc->sourceText);
+
+		/* no plan for the partition: the statement as PostgreSQL plans it */
+		if (stmt == NULL)
+			keyprune_replan(check, queryDesc, false);
+		else
+			queryDesc->plannedstmt = stmt;
+	}
 }
 
 /*

@@ -824,7 +824,7 @@ gunique_lookup_planner(Query *parse, const char *query_string,
 	PlannedStmt *result;
 	bool		complete = true;
 	Oid			forced_table;
-	Oid			forced = gunique_keyplan_take_forced(&forced_table);
+	Oid			forced = gunique_keyplan_take_forced(parse, &forced_table);
 	ListCell   *lc;
 
 	this.marks = NIL;

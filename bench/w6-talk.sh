@@ -32,7 +32,7 @@
 #                  force_custom_plan (PGOPTIONS), as poolers, ORMs and
 #                  prepared statements reach either (BENCH_W6_MODES)
 #   delete-insert  BEGIN; DELETE ... WHERE bid = :bid; INSERT the row
-#                  back; END (BENCH_W6_MODES)
+#                  back; END; each client its own keys (BENCH_W6_MODES)
 #
 # With local, a lookup by bid alone searches every partition's btree, and
 # with the generic plan that prepared statements settle on, locks every
@@ -161,8 +161,9 @@ w6_contender()
 	SQL
 	cp "$WORK/w6-update-only.sql" "$WORK/w6-update-generic.sql"
 	cp "$WORK/w6-update-only.sql" "$WORK/w6-update-custom.sql"
+	# each client its own keys: two that deleted one key would both insert it
 	cat >"$WORK/w6-delete-insert.sql" <<-SQL
-		\\set bid random(1, $((W6_SCALE * 100000)))
+		\\set bid 1 + :client_id + $W6_CLIENTS * random(0, $((W6_SCALE * 100000 / W6_CLIENTS - 1)))
 		BEGIN;
 		DELETE FROM $t WHERE bid = :bid;
 		INSERT INTO $t (aid, bid, abalance, filler) VALUES (:bid, :bid, 0, '');

@@ -141,6 +141,31 @@ BEGIN
 	RETURN r;
 END $$;
 SELECT bump(i) FROM generate_series(30, 37) i;
+-- a custom plan is replaced by the partition's generic plan, which
+-- evaluates what folding $2 = 0 would have skipped, as PostgreSQL's own
+-- generic plan does
+SET plan_cache_mode = force_custom_plan;
+PREPARE e(bigint, int) AS UPDATE t SET v = v WHERE id = $1 AND (v / $2 > 1 OR $2 = 0);
+EXECUTE e(60, 0);
+SET gunique.enable_modify_by_key = off;
+PREPARE e2(bigint, int) AS UPDATE t SET v = v WHERE id = $1 AND (v / $2 > 1 OR $2 = 0);
+EXECUTE e2(60, 0);
+RESET gunique.enable_modify_by_key;
+RESET plan_cache_mode;
+DEALLOCATE e;
+DEALLOCATE e2;
+-- many distinct statements in one transaction: the plans kept for them
+-- are evicted (64 statements at most) and freed once no executor runs
+-- them, not at the transaction's end
+DO $$
+BEGIN
+	FOR i IN 1 .. 300 LOOP
+		EXECUTE format('UPDATE t SET v = v WHERE id = $1 AND v > %s', -i)
+		USING (i % 90 + 1)::bigint;
+	END LOOP;
+END $$;
+SELECT count(*) BETWEEN 1 AND 200 AS bounded FROM pg_backend_memory_contexts
+WHERE name LIKE 'gunique key plan%';
 
 -- Not pruned: the setting off, the partition key bound as well (then
 -- PostgreSQL prunes), a key in an array, a serializable transaction,

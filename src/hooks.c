@@ -248,8 +248,8 @@ gunique_ExecutorStart(QueryDesc *queryDesc, int eflags)
 
 /*
  * Executor end: the previous hook, or standard_ExecutorEnd (whose cleanup
- * of the inserts may still count), then the statement's probe counts go
- * to shared memory.
+ * of the inserts may still count), then keyplan.c's plan it ran is one use
+ * fewer, then the statement's probe counts go to shared memory.
  */
 static void
 gunique_ExecutorEnd(QueryDesc *queryDesc)
@@ -278,8 +278,8 @@ gunique_ExecutorEnd(QueryDesc *queryDesc)
  *		pending counts are lowered before the lock manager lets the upsert
  *		locks go);
  *	 4. the tree cache: locks taken for it may be gone;
- *	 5. the plans kept by keyplan.c that were retired may be freed in the
- *		next transaction.
+ *	 5. keyplan.c: no executor of the transaction runs a kept plan any
+ *		longer.
  */
 static void
 gunique_xact_callback(XactEvent event, void *arg)

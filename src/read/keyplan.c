@@ -22,9 +22,10 @@
  * A plan is used by the executor from ExecutorStart to ExecutorEnd, within
  * one transaction; an invalidation may arrive in between (a lock taken in
  * the middle of the statement).  So a plan or family that is invalidated
- * or evicted is unlinked at once and freed only once another transaction
- * has begun ("retired"), and the callbacks neither allocate nor read the
- * catalogs.  The proof is in src/README, "Modifying by the key".
+ * or evicted is unlinked at once ("retired") and freed once no executor
+ * runs it (counted from ExecutorStart to ExecutorEnd, or to the abort of
+ * the subtransaction or transaction it began in), and the callbacks
+ * neither allocate nor read the catalogs.  The proof is in src/README, "Modifying by the key".
  *
  *-------------------------------------------------------------------------
  */
@@ -58,8 +59,8 @@ typedef struct KeyPlan
 
 /*
  * A kept plan handed to an executor, until its ExecutorEnd or the abort of
- * the subtransaction it started in (r50: retired plans are freed as soon
- * as no executor runs them, not only in a later transaction).
+ * the subtransaction it started in: a retired plan is freed as soon as no
+ * executor runs it.
  */
 typedef struct KeyPlanUse
 {
@@ -254,7 +255,7 @@ gunique_keyplan_take_forced(Query *parse, Oid *tableoid)
 {
 	Oid			result = forced_partition;
 
-	/* r50: only the planning asked for, not one another hook runs first */
+	/* only the planning asked for, not one another hook runs first */
 	if (parse != forced_query)
 	{
 		*tableoid = InvalidOid;
@@ -383,7 +384,7 @@ keyplan_use(KeyPlan *plan)
  * relations are locked and it is still valid, or a new one, kept.  A plan
  * that could not be pruned to the partition (a hash level, a default
  * partition) is kept once per family, under InvalidOid, and serves every
- * such partition it modifies (r50: not once per partition).  NULL if the
+ * such partition it modifies (not once per partition).  NULL if the
  * planning did not give a plan for the partition (another planner hook
  * took the request): the caller plans the statement unpruned.
  */

@@ -502,12 +502,47 @@ gunique_keyplan_subxact_event(SubXactEvent event, SubTransactionId mySubid)
 		}
 }
 
+/* What an invalidation names: a relation, or a syscache entry. */
+typedef struct KeyPlanInval
+{
+	Oid			relid;			/* a relation (InvalidOid: any), or */
+	int			cacheid;		/* a syscache (-1: none) */
+	uint32		hashvalue;		/* its entry (0: any) */
+} KeyPlanInval;
+
 /*
- * A relation changed (InvalidOid: any): retire every plan that names it.
- * Called from the relcache callback: no allocation.
+ * Does a plan depend on what the invalidation names?  As the plan cache
+ * takes them: a relation it names, a function or type among its
+ * invalidation items; any operator, schema or foreign server.
  */
-void
-gunique_keyplan_relcache_inval(Oid relid)
+static bool
+keyplan_depends(PlannedStmt *stmt, const KeyPlanInval *inval)
+{
+	ListCell   *lc;
+
+	if (inval->cacheid < 0)
+		return !OidIsValid(inval->relid) ||
+			list_member_oid(stmt->relationOids, inval->relid);
+	if (inval->cacheid != PROCOID && inval->cacheid != TYPEOID)
+		return true;
+	foreach(lc, stmt->invalItems)
+	{
+		PlanInvalItem *item = (PlanInvalItem *) lfirst(lc);
+
+		if (item->cacheId == inval->cacheid &&
+			(inval->hashvalue == 0 || item->hashValue == inval->hashvalue))
+			return true;
+	}
+	return false;
+}
+
+/*
+ * Retire every plan that depends on what the invalidation names.  Families
+ * stay: they hold no plan of their own.  Called from the relcache and
+ * syscache callbacks: no allocation.
+ */
+static void
+keyplan_invalidate(const KeyPlanInval *inval)
 {
 	dlist_iter	iter;
 
@@ -519,52 +554,27 @@ gunique_keyplan_relcache_inval(Oid relid)
 
 		hash_seq_init(&status, family->plans);
 		while ((entry = hash_seq_search(&status)) != NULL)
-			if (!OidIsValid(relid) ||
-				list_member_oid(entry->plan->stmt->relationOids, relid))
+			if (keyplan_depends(entry->plan->stmt, inval))
 				keyplan_retire(family->plans, entry->plan);
 	}
 }
 
-/*
- * A function, type, operator, schema or foreign server changed.  As the
- * plan cache does: for a function or a type, retire the plans that depend
- * on that one (hash value 0: any); for the others, every plan.  Families
- * stay: they hold no plan of their own.  No allocation.
- */
+/* A relation changed (InvalidOid: any). */
+void
+gunique_keyplan_relcache_inval(Oid relid)
+{
+	KeyPlanInval inval = {relid, -1, 0};
+
+	keyplan_invalidate(&inval);
+}
+
+/* A function, type, operator, schema or foreign server changed. */
 void
 gunique_keyplan_syscache_inval(int cacheid, uint32 hashvalue)
 {
-	dlist_iter	iter;
+	KeyPlanInval inval = {InvalidOid, cacheid, hashvalue};
 
-	dlist_foreach(iter, &families)
-	{
-		KeyPlanFamily *family = dlist_container(KeyPlanFamily, node, iter.cur);
-		HASH_SEQ_STATUS status;
-		KeyPlanEntry *entry;
-
-		hash_seq_init(&status, family->plans);
-		while ((entry = hash_seq_search(&status)) != NULL)
-		{
-			bool		depends = true;
-
-			if (cacheid == PROCOID || cacheid == TYPEOID)
-			{
-				ListCell   *lc;
-
-				depends = false;
-				foreach(lc, entry->plan->stmt->invalItems)
-				{
-					PlanInvalItem *item = (PlanInvalItem *) lfirst(lc);
-
-					if (item->cacheId == cacheid &&
-						(hashvalue == 0 || item->hashValue == hashvalue))
-						depends = true;
-				}
-			}
-			if (depends)
-				keyplan_retire(family->plans, entry->plan);
-		}
-	}
+	keyplan_invalidate(&inval);
 }
 
 /* A transaction ended: no executor of it runs a plan any longer. */

@@ -1481,19 +1481,22 @@ sub build_scene
 {
 	my ($d, $how) = @_;
 	my $g = gidx_state();
+	my $want_ok;
 	trace("$d->{s}{name}: scene: " . ($how eq 'create' ? 'CREATE INDEX CONCURRENTLY' : 'REINDEX INDEX CONCURRENTLY') . " of t_k ($g)");
 	if ($g ne 'valid')
 	{
-		# once a build of a dropped t_k has succeeded in this run, and until
-		# one has failed on a duplicate, such a build comes after an insert
-		# of a key held elsewhere (which then goes in): else timing alone
-		# decides whether a run reaches that outcome, and the REINDEX that
-		# finishes what it left
+		# until a build of a dropped t_k has succeeded in this run, such a
+		# build comes after the duplicates are deleted and has no inserts
+		# beside it; once one has, and until one has failed on a duplicate,
+		# it comes after an insert of a key held elsewhere (which then goes
+		# in): else timing alone decides whether a run reaches each outcome
+		# (and the REINDEX that finishes what a failed one left)
 		my $r = rand();
 		my $reached = sub { $total{"gb CREATE INDEX CONCURRENTLY: $_[0]"} || $M{gb}{"CREATE INDEX CONCURRENTLY: $_[0]"} };
+		$want_ok = $how eq 'create' && $g eq 'none' && !$reached->('00000');
 		my $want_dup = $how eq 'create' && $g eq 'none'
 		  && $reached->('00000') && !$reached->('23505');
-		my $pre = $want_dup ? op_insert_colliding($d)
+		my $pre = $want_ok ? op_dedup($d) : $want_dup ? op_insert_colliding($d)
 		  : $r < 0.5 ? op_dedup($d) : $r < 0.65 ? op_insert_colliding($d) : undef;
 		run_action($d, $pre) if $pre;
 		return if $d->{pending};
@@ -1506,6 +1509,7 @@ sub build_scene
 		run_action($e, $l) if $l;
 	}
 	run_action($d, build_action($how));
+	return if $want_ok;
 	my ($f) = grep { $_ != $d && !$_->{pending} && !($_->{tx} && ($_->{tx}{rr} || $_->{tx}{aborted})) } @sess;
 	return unless $d->{pending} && $f;
 	my $n = 1 + int(rand(3));

@@ -116,6 +116,23 @@ report_conflict(Relation index, Relation heap, Relation holder,
 }
 
 /*
+ * Is the row being inserted dead already, to this transaction?  nbtree asks
+ * before it reports a duplicate (_bt_check_unique), for CREATE INDEX
+ * CONCURRENTLY: a concurrent build's validation (and REINDEX CONCURRENTLY's)
+ * inserts rows its snapshot saw, by the root of their HOT chain, that may
+ * have been updated or deleted by a committed transaction since.  Such an
+ * entry is a dead row's, and its key no violation.  A row this transaction
+ * is inserting is never dead to it.
+ */
+static bool
+inserted_row_dead(Relation heap, ItemPointer heap_tid)
+{
+	ItemPointerData tid = *heap_tid;
+
+	return !table_index_fetch_tuple_check(heap, &tid, SnapshotSelf, NULL);
+}
+
+/*
  * What probe_tid needs: the leaf's scan, where to note findings, and in own
  * leaf after nbtree's insert, the row just inserted (else NULL).
  */
@@ -644,6 +661,9 @@ probe_others(GuniqueProbe *probe, bool indexUnchanged, uint64 *counts,
 			memcpy(counts, saved, sizeof(saved));
 			continue;
 		}
+		if (OidIsValid(conflict) &&
+			inserted_row_dead(probe->heap, probe->heap_tid))
+			return PROBE_CLEAR;
 		probe_unlock(probe);
 
 		if (OidIsValid(conflict))
@@ -809,6 +829,9 @@ own_leaf_resolve(GuniqueProbe *probe)
 								  probe->heap_tid, &finding);
 			gunique_probescan_leave(&cxt);
 			if (!OidIsValid(conflict) && !TransactionIdIsValid(finding.xwait))
+				break;
+			if (OidIsValid(conflict) &&
+				inserted_row_dead(probe->heap, probe->heap_tid))
 				break;
 			if (OidIsValid(conflict))
 			{

@@ -57,12 +57,14 @@
 #include "partitioning/partdefs.h"
 #include "storage/lmgr.h"
 #include "utils/hsearch.h"
+#include "utils/inval.h"
 #include "utils/lsyscache.h"
 #include "utils/memutils.h"
 #include "utils/builtins.h"
 #include "utils/fmgroids.h"
 #include "utils/partcache.h"
 #include "utils/rel.h"
+#include "utils/snapmgr.h"
 #include "utils/syscache.h"
 
 #include "compat.h"
@@ -82,6 +84,7 @@ typedef struct TreeWalk
 	List	   *leaves;			/* GuniqueLeaf * */
 	List	   *members;		/* every table and index OID */
 	List	   *inner;			/* the partitioned ones, top down */
+	bool		stale;			/* met a relation gone: read it again */
 } TreeWalk;
 
 static MemoryContext ScopeContext = NULL;
@@ -272,12 +275,12 @@ partition_key_determined(Relation index, Relation table)
 
 /*
  * The walk met a relation that is gone: have the lookup read the tree
- * again (scope_build); a caller without the cache (gunique_tree_leaves)
- * holds locks that keep the tree from changing.
+ * again (scope_build, gunique_tree_leaves).
  */
 static void
-walk_stale(void)
+walk_stale(TreeWalk *walk)
 {
+	walk->stale = true;
 	cache_generation++;
 }
 
@@ -454,7 +457,7 @@ walk_tree(Oid indexoid, Oid group, TreeWalk *walk)
 	if (!OidIsValid(heapoid) ||
 		(relkind != RELKIND_INDEX && relkind != RELKIND_PARTITIONED_INDEX))
 	{
-		walk_stale();
+		walk_stale(walk);
 		return;
 	}
 
@@ -496,7 +499,7 @@ walk_tree(Oid indexoid, Oid group, TreeWalk *walk)
 				table_close(table, NoLock);
 			if (table == NULL || index == NULL)
 			{
-				walk_stale();
+				walk_stale(walk);
 				return;
 			}
 		}
@@ -504,7 +507,7 @@ walk_tree(Oid indexoid, Oid group, TreeWalk *walk)
 		/* find_inheritance_children_extended fails on a relation gone */
 		if (!SearchSysCacheExists1(RELOID, ObjectIdGetDatum(indexoid)))
 		{
-			walk_stale();
+			walk_stale(walk);
 			return;
 		}
 		children = find_inheritance_children_extended(indexoid, false, NoLock,
@@ -541,19 +544,113 @@ leaf_group_cmp(const ListCell *a, const ListCell *b)
 	return leaf_cmp(a, b);
 }
 
+/* A tree read again this often while it changes is reported, not waited on. */
+#define TREE_READ_TRIES 100
+
 /*
  * Every leaf index of the tree under topindex, as a list of GuniqueLeaf in
  * OID order, allocated in the caller's memory context; siblings are not
- * looked for.
+ * looked for.  A walk that met a relation gone since its parent's children
+ * were read (REINDEX CONCURRENTLY drops the index it replaced) would miss
+ * that leaf's replacement: the tree is read again, from a fresh catalog
+ * snapshot, until a walk meets none.
  */
 List *
 gunique_tree_leaves(Oid topindex)
 {
-	TreeWalk	walk = {false, NIL, NIL, NIL};
+	for (int tries = 0;; tries++)
+	{
+		TreeWalk	walk = {false, NIL, NIL, NIL, false};
 
-	walk_tree(topindex, InvalidOid, &walk);
-	list_sort(walk.leaves, leaf_cmp);
-	return walk.leaves;
+		walk_tree(topindex, InvalidOid, &walk);
+		list_free(walk.members);
+		list_free(walk.inner);
+		if (!walk.stale)
+		{
+			list_sort(walk.leaves, leaf_cmp);
+			return walk.leaves;
+		}
+		list_free_deep(walk.leaves);
+		if (tries >= TREE_READ_TRIES)
+			ereport(ERROR,
+					(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+					 errmsg("could not read the partitions of gunique index \"%s\"",
+							get_rel_name(topindex)),
+					 errdetail("Partitions of its table were replaced or removed each of the %d times they were read.",
+							   TREE_READ_TRIES)));
+		CHECK_FOR_INTERRUPTS();
+		AcceptInvalidationMessages();
+		InvalidateCatalogSnapshot();
+	}
+}
+
+static bool
+leaf_listed(List *leaves, Oid indexoid)
+{
+	ListCell   *lc;
+
+	foreach(lc, leaves)
+	{
+		if (((GuniqueLeaf *) lfirst(lc))->indexoid == indexoid)
+			return true;
+	}
+	return false;
+}
+
+/*
+ * gunique_tree_leaves, with each leaf's table locked in "heapmode" and its
+ * index in AccessShareLock.  REINDEX CONCURRENTLY replaces a leaf under
+ * locks that conflict with neither (src/README, "Lock order"), so a list
+ * read before the locks were held may name an index that is gone, or no
+ * longer the leaf.  The tree is read again, from a catalog snapshot taken
+ * once they are held, until the list stays the same: each leaf returned
+ * was its partition's leaf while this transaction held its table, so
+ * writers go on inserting into it until this transaction ends (REINDEX
+ * CONCURRENTLY waits for every holder of the table before it stops
+ * maintaining the old index).  The lock on an index that was replaced is
+ * let go at once: its drop waits for it.
+ */
+List *
+gunique_tree_leaves_locked(Oid topindex, LOCKMODE heapmode)
+{
+	List	   *leaves = gunique_tree_leaves(topindex);
+
+	for (;;)
+	{
+		List	   *again;
+		ListCell   *lc;
+		bool		same;
+
+		foreach(lc, leaves)
+		{
+			GuniqueLeaf *leaf = lfirst(lc);
+
+			LockRelationOid(leaf->heapoid, heapmode);
+			LockRelationOid(leaf->indexoid, AccessShareLock);
+		}
+		AcceptInvalidationMessages();
+		InvalidateCatalogSnapshot();
+		again = gunique_tree_leaves(topindex);
+		same = list_length(again) == list_length(leaves);
+		foreach(lc, leaves)
+		{
+			GuniqueLeaf *leaf = lfirst(lc);
+
+			if (!leaf_listed(again, leaf->indexoid))
+			{
+				UnlockRelationOid(leaf->indexoid, AccessShareLock);
+				same = false;
+			}
+		}
+		if (same)
+		{
+			list_free_deep(again);
+			return leaves;
+		}
+		list_free_deep(leaves);
+		leaves = again;
+		CHECK_FOR_INTERRUPTS();
+	}
 }
 
 static void
@@ -707,7 +804,7 @@ scope_build(Relation index, Oid top)
 	uint64		generation = cache_generation;
 	MemoryContext buildcxt;
 	MemoryContext oldcxt;
-	TreeWalk	walk = {true, NIL, NIL, NIL};
+	TreeWalk	walk = {true, NIL, NIL, NIL, false};
 	GuniqueScope key;
 	bool		current;
 

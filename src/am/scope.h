@@ -10,6 +10,7 @@
 
 #include "access/xact.h"
 #include "fmgr.h"
+#include "storage/lockdefs.h"
 #include "utils/relcache.h"
 
 /* One leaf (non-partitioned) index of a gunique index tree. */
@@ -88,6 +89,7 @@ extern bool gunique_scope_try_lock_all(Relation index);
 extern bool gunique_tree_changed_here(Relation index);
 
 extern List *gunique_tree_leaves(Oid topindex);
+extern List *gunique_tree_leaves_locked(Oid topindex, LOCKMODE heapmode);
 
 extern Oid	gunique_tree_top(Oid indexoid);
 

@@ -42,6 +42,7 @@
 #include "compat.h"
 #include "am/btread.h"
 #include "am/scope.h"
+#include "ddl/concurrent.h"
 #include "ddl/merge.h"
 #include "locate/summary.h"
 
@@ -288,11 +289,12 @@ merge_cursor_start(MergeCursor *cursor)
 }
 
 static void
-merge_cursor_open(MergeCursor *cursor, GuniqueLeaf *leaf, LOCKMODE lockmode,
+merge_cursor_open(MergeCursor *cursor, GuniqueLeaf *leaf,
 				  BufferAccessStrategy strategy)
 {
-	cursor->heap = table_open(leaf->heapoid, lockmode);
-	cursor->index = index_open(leaf->indexoid, AccessShareLock);
+	/* locked already (gunique_tree_leaves_locked) */
+	cursor->heap = table_open(leaf->heapoid, NoLock);
+	cursor->index = index_open(leaf->indexoid, NoLock);
 	cursor->fetch = table_index_fetch_begin(cursor->heap);
 	cursor->slot = table_slot_create(cursor->heap, NULL);
 	gunique_bt_reader_init(&cursor->reader, cursor->index, strategy);
@@ -310,6 +312,16 @@ merge_cursor_close(MergeCursor *cursor)
 	index_close(cursor->index, NoLock);
 	table_close(cursor->heap, NoLock);
 }
+
+/*
+ * What one pass of ATTACH's check tells the next (gunique_check_attached).
+ */
+typedef struct MergePass
+{
+	XLogRecPtr	min_lsn;		/* the insert position as the last began */
+	List	   *seen_indexes;	/* the leaf indexes it read */
+	List	   *seen_files;		/* and their relfilenodes */
+} MergePass;
 
 /*
  * ATTACH: the rows already in the tree were unique among themselves, so only
@@ -404,14 +416,32 @@ merge_restrict_to_attached(MergeState *state, List *leaves, Oid attached)
 }
 
 /*
- * ATTACH's second pass (gunique_check_attached): the old leaves' entries
- * were merged already with writers running, so only pages changed since
- * are read again.  Not for a btree without WAL (unlogged, temporary),
- * whose pages keep no LSN: read over the range again.
+ * A pass of ATTACH's check after the first (gunique_check_attached): the
+ * old leaves' entries were merged already with writers running, so only
+ * pages changed since the pass before began are read again, of a leaf
+ * that pass read: the same index, in the same file.  One replaced since
+ * (REINDEX CONCURRENTLY, or a rewrite: the locks are let go between
+ * passes) is read over the range again, as is a btree without WAL
+ * (unlogged, temporary), whose pages keep no LSN.
  */
+static bool
+pass_saw(MergePass *pass, Relation index)
+{
+	ListCell   *lc;
+	ListCell   *lc2;
+
+	forboth(lc, pass->seen_indexes, lc2, pass->seen_files)
+	{
+		if (lfirst_oid(lc) == RelationGetRelid(index) &&
+			lfirst_oid(lc2) == index->rd_rel->relfilenode)
+			return true;
+	}
+	return false;
+}
+
 static void
 merge_only_changed(MergeState *state, List *leaves, Oid attached,
-				   XLogRecPtr min_lsn)
+				   MergePass *pass)
 {
 	ListCell   *lc;
 
@@ -420,8 +450,27 @@ merge_only_changed(MergeState *state, List *leaves, Oid attached,
 		MergeCursor *cursor = &state->cursors[foreach_current_index(lc)];
 
 		if (!leaf_is_attached(lfirst(lc), attached) &&
-			RelationNeedsWAL(cursor->index))
-			cursor->reader.min_lsn = min_lsn;
+			RelationNeedsWAL(cursor->index) && pass_saw(pass, cursor->index))
+			cursor->reader.min_lsn = pass->min_lsn;
+	}
+}
+
+/* What this pass read, for the next: each leaf's index and its file. */
+static void
+pass_remember(MergePass *pass, MergeState *state)
+{
+	list_free(pass->seen_indexes);
+	list_free(pass->seen_files);
+	pass->seen_indexes = NIL;
+	pass->seen_files = NIL;
+	for (int c = 0; c < state->ncursors; c++)
+	{
+		Relation	index = state->cursors[c].index;
+
+		pass->seen_indexes = lappend_oid(pass->seen_indexes,
+										 RelationGetRelid(index));
+		pass->seen_files = lappend_oid(pass->seen_files,
+									   index->rd_rel->relfilenode);
 	}
 }
 
@@ -789,14 +838,23 @@ merge_run(MergeState *state)
 	binaryheap_free(heap);
 }
 
-/* gunique_merge_tree, reporting its progress or not. */
+/*
+ * gunique_merge_tree, reporting its progress or not, and with "pass" one
+ * of ATTACH's passes: after the first, reading only what changed since
+ * the one before (merge_only_changed).  A pass with writers running lets
+ * go of the leaves' locks once it has read them: REINDEX CONCURRENTLY of
+ * a leaf, which waits for every holder of the leaf's table before it
+ * stops maintaining the old index, would otherwise wait for the ATTACH,
+ * whose last pass waits for it (src/README, 4.6).
+ */
 static int64
 merge_tree(Oid topindexoid, LOCKMODE lockmode, Snapshot snapshot,
-		   Oid attached, XLogRecPtr min_lsn, bool fill_filters,
-		   GuniqueDuplicateCallback callback, void *arg, bool progress)
+		   Oid attached, bool fill_filters,
+		   GuniqueDuplicateCallback callback, void *arg, bool progress,
+		   MergePass *pass)
 {
 	Relation	topindex = index_open(topindexoid, AccessShareLock);
-	List	   *leaves = gunique_tree_leaves(topindexoid);
+	List	   *leaves = gunique_tree_leaves_locked(topindexoid, lockmode);
 	MergeState *state = palloc0(sizeof(MergeState));
 	BufferAccessStrategy strategy = GetAccessStrategy(BAS_BULKREAD);
 	ListCell   *lc;
@@ -812,11 +870,11 @@ merge_tree(Oid topindexoid, LOCKMODE lockmode, Snapshot snapshot,
 
 	foreach(lc, leaves)
 		merge_cursor_open(&state->cursors[foreach_current_index(lc)],
-						  lfirst(lc), lockmode, strategy);
+						  lfirst(lc), strategy);
 	if (OidIsValid(attached) && !state->nulls_not_distinct)
 		merge_restrict_to_attached(state, leaves, attached);
-	if (min_lsn != InvalidXLogRecPtr)
-		merge_only_changed(state, leaves, attached, min_lsn);
+	if (pass != NULL && pass->min_lsn != InvalidXLogRecPtr)
+		merge_only_changed(state, leaves, attached, pass);
 	if (!fill_filters)
 		merge_run(state);
 	else
@@ -836,8 +894,20 @@ merge_tree(Oid topindexoid, LOCKMODE lockmode, Snapshot snapshot,
 		gunique_summary_merge_end(state->summaries, true);
 	}
 
+	if (pass != NULL)
+		pass_remember(pass, state);
 	for (int c = 0; c < state->ncursors; c++)
 		merge_cursor_close(&state->cursors[c]);
+	foreach(lc, leaves)
+	{
+		GuniqueLeaf *leaf = lfirst(lc);
+
+		if (pass == NULL || lockmode >= ShareLock)
+			break;
+		UnlockRelationOid(leaf->indexoid, AccessShareLock);
+		UnlockRelationOid(leaf->heapoid, lockmode);
+	}
+	list_free_deep(leaves);
 	MemoryContextDelete(state->runcxt);
 	pfree(state->run);
 	index_close(topindex, NoLock);
@@ -849,31 +919,54 @@ merge_tree(Oid topindexoid, LOCKMODE lockmode, Snapshot snapshot,
 }
 
 /*
- * Take the locks gunique_check_tree takes on the tree's leaves (each table
- * in ShareLock, then its index), in its order, ahead of it: for a caller
- * that must hold them before PostgreSQL locks anything an inserter into
- * the tree may then wait for (ddl.c: ATTACH and a default partition).
- * Waiting for writers here shows as the check's phase, as in the check.
+ * Lock every leaf's table in ShareLock and its index, all at once, waiting
+ * only while holding none of them (gunique_concurrent_lock_all): a check
+ * that took them one after the other would keep out the writers of those
+ * it holds while it waited for the next, for as long as a REINDEX
+ * CONCURRENTLY of that leaf runs.  Then read the tree again until it stays
+ * the same (a leaf replaced meanwhile).
+ */
+static void
+tree_lock_share(Oid topindexoid)
+{
+	List	   *leaves = gunique_tree_leaves(topindexoid);
+	List	   *relids = NIL;
+	List	   *modes = NIL;
+	ListCell   *lc;
+
+	foreach(lc, leaves)
+	{
+		GuniqueLeaf *leaf = lfirst(lc);
+
+		relids = lappend_oid(relids, leaf->heapoid);
+		modes = lappend_int(modes, ShareLock);
+		relids = lappend_oid(relids, leaf->indexoid);
+		modes = lappend_int(modes, AccessShareLock);
+	}
+	gunique_concurrent_lock_all(relids, modes);
+	list_free_deep(gunique_tree_leaves_locked(topindexoid, ShareLock));
+	list_free_deep(leaves);
+	list_free(relids);
+	list_free(modes);
+}
+
+/*
+ * Take the locks gunique_check_tree takes on the tree's leaves ahead of
+ * it: for a caller that must hold them before PostgreSQL locks anything
+ * an inserter into the tree may then wait for (ddl.c: ATTACH and a default
+ * partition).  Waiting for writers here shows as the check's phase, as in
+ * the check.
  */
 void
 gunique_check_tree_lock(Oid topindexoid)
 {
 	Relation	topindex = index_open(topindexoid, AccessShareLock);
-	List	   *leaves = gunique_tree_leaves(topindexoid);
-	ListCell   *lc;
 	bool		started;
 
 	(void) merge_progress_start(topindex, &started);
-	foreach(lc, leaves)
-	{
-		GuniqueLeaf *leaf = lfirst(lc);
-
-		LockRelationOid(leaf->heapoid, ShareLock);
-		LockRelationOid(leaf->indexoid, AccessShareLock);
-	}
+	tree_lock_share(topindexoid);
 	if (started)
 		pgstat_progress_end_command();
-	list_free_deep(leaves);
 	index_close(topindex, NoLock);
 }
 
@@ -892,7 +985,7 @@ gunique_merge_tree(Oid topindexoid, LOCKMODE lockmode, Snapshot snapshot,
 				   GuniqueDuplicateCallback callback, void *arg)
 {
 	return merge_tree(topindexoid, lockmode, snapshot, attached,
-					  InvalidXLogRecPtr, fill_filters, callback, arg, false);
+					  fill_filters, callback, arg, false, NULL);
 }
 
 /*
@@ -920,10 +1013,12 @@ gunique_check_tree(Oid topindexoid, Oid attached, Oid only_attached)
  * end; again so, over the old leaves' pages changed since the first pass
  * began; then with writers locked out (ShareLock), over those changed
  * since the second began.  The attached leaves are read whole each time.
- * An old entry on a page no WAL record changed since a pass began was
- * merged in that pass, against the same attached keys, and its row's
- * liveness was final (a committed deletion or an aborted insertion is not
- * undone).  See src/README, "DDL and the merge".
+ * An old entry on a page no WAL record changed since a pass began, of the
+ * leaf that pass read in the same file, was merged in that pass, against
+ * the same attached keys, and its row's liveness was final (a committed
+ * deletion or an aborted insertion is not undone).  The first two passes
+ * let go of the leaves' locks; the last takes them all at once.  See
+ * src/README, "DDL and the merge".
  */
 void
 gunique_check_attached(Oid topindexoid, Oid attached)
@@ -952,27 +1047,30 @@ check_tree(Oid topindexoid, Oid attached, Oid only_attached, CheckMode mode)
 	int64		nduplicates;
 	bool		started;
 	bool		progress;
-	XLogRecPtr	min_lsn = InvalidXLogRecPtr;
+	MergePass	pass = {InvalidXLogRecPtr, NIL, NIL};
+	MergePass  *passp = mode == CHECK_ATTACHED_ONLINE ? &pass : NULL;
 
 	progress = merge_progress_start(topindex, &started);
 	if (mode == CHECK_CONCURRENT)
 		nduplicates = merge_tree(topindexoid, AccessShareLock, NULL,
-								 InvalidOid, InvalidXLogRecPtr, false,
-								 check_remember_first, &first, progress);
+								 InvalidOid, false,
+								 check_remember_first, &first, progress,
+								 NULL);
 	else
 	{
 		nduplicates = 0;
 		/* twice with writers running: the second reads what the first let in */
-		for (int pass = 0; mode == CHECK_ATTACHED_ONLINE && pass < 2 &&
-			 nduplicates == 0; pass++)
+		for (int i = 0; passp != NULL && i < 2 && nduplicates == 0; i++)
 		{
 			XLogRecPtr	start = GetXLogInsertRecPtr();
 
 			nduplicates = merge_tree(topindexoid, AccessShareLock, NULL,
-									 only_attached, min_lsn, false,
-									 check_remember_first, &first, progress);
-			min_lsn = start;
+									 only_attached, false,
+									 check_remember_first, &first, progress,
+									 passp);
+			pass.min_lsn = start;
 		}
+
 		/*
 		 * The last pass of an online ATTACH fills no filter: reading the
 		 * attached keys again to fill them would keep the writers out for
@@ -982,13 +1080,18 @@ check_tree(Oid topindexoid, Oid attached, Oid only_attached, CheckMode mode)
 		 * and the builder still out, and built again on demand.
 		 */
 		if (nduplicates == 0)
+		{
+			tree_lock_share(topindexoid);
 			nduplicates = merge_tree(topindexoid, ShareLock, SnapshotSelf,
-									 only_attached, min_lsn,
-									 mode != CHECK_ATTACHED_ONLINE,
-									 check_remember_first, &first, progress);
-		if (nduplicates == 0 && mode == CHECK_ATTACHED_ONLINE)
+									 only_attached, passp == NULL,
+									 check_remember_first, &first, progress,
+									 passp);
+		}
+		if (nduplicates == 0 && passp != NULL)
 			gunique_summary_forget_groups(topindexoid);
 	}
+	list_free(pass.seen_indexes);
+	list_free(pass.seen_files);
 	if (nduplicates > 0)
 		check_report(&first, nduplicates, topindex, attached);
 	if (started)

@@ -61,6 +61,7 @@
 #include "utils/memutils.h"
 #include "utils/rel.h"
 #include "utils/snapmgr.h"
+#include "utils/syscache.h"
 #include "utils/timestamp.h"
 
 #include "compat.h"
@@ -678,8 +679,17 @@ gunique_build_filters(PG_FUNCTION_ARGS)
 		GuniqueLeaf *leaf = (GuniqueLeaf *) lfirst(lc);
 		GuniqueLeafPlace place;
 		Relation	heap = table_open(leaf->heapoid, RowExclusiveLock);
-		Relation	index = index_open(leaf->indexoid, AccessShareLock);
+		Relation	index;
 
+		/* replaced since the tree was read (REINDEX CONCURRENTLY) */
+		LockRelationOid(leaf->indexoid, AccessShareLock);
+		if (!SearchSysCacheExists1(RELOID, ObjectIdGetDatum(leaf->indexoid)))
+		{
+			UnlockRelationOid(leaf->indexoid, AccessShareLock);
+			table_close(heap, RowExclusiveLock);
+			continue;
+		}
+		index = index_open(leaf->indexoid, NoLock);
 		(void) gunique_scope_for_leaf(index, &place, GUNIQUE_LOCK_NONE);
 		if (!list_member_oid(groups, place.group))
 		{

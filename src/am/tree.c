@@ -28,6 +28,7 @@
 #include "catalog/pg_index.h"
 #include "catalog/pg_inherits.h"
 #include "commands/defrem.h"
+#include "storage/lmgr.h"
 #include "utils/fmgroids.h"
 #include "utils/inval.h"
 #include "utils/lsyscache.h"
@@ -231,6 +232,14 @@ gunique_index_is_unique(Oid indexoid)
 	return unique;
 }
 
+/*
+ * Set pg_index.indisunique of one index.  The row is updated under the
+ * index's ShareUpdateExclusiveLock, which REINDEX CONCURRENTLY holds while
+ * it swaps and drops the index (two updates of one catalog row at once
+ * fail with "tuple concurrently updated"), and read again once that is
+ * held.  An index gone by then (REINDEX CONCURRENTLY dropped it) is left
+ * out: its replacement copied the flag from it.
+ */
 static void
 index_set_unique(Relation pg_index, Oid indexoid, bool unique)
 {
@@ -238,14 +247,22 @@ index_set_unique(Relation pg_index, Oid indexoid, bool unique)
 	Form_pg_index form;
 
 	if (!HeapTupleIsValid(tuple))
-		elog(ERROR, "cache lookup failed for index %u", indexoid);
-	form = (Form_pg_index) GETSTRUCT(tuple);
-	if (form->indisunique != unique)
+		return;
+	if (((Form_pg_index) GETSTRUCT(tuple))->indisunique != unique)
 	{
-		form->indisunique = unique;
-		CatalogTupleUpdate(pg_index, &tuple->t_self, tuple);
-		/* The table caches which of its columns unique indexes cover. */
-		CacheInvalidateRelcacheByRelid(form->indrelid);
+		heap_freetuple(tuple);
+		LockRelationOid(indexoid, ShareUpdateExclusiveLock);
+		tuple = SearchSysCacheCopy1(INDEXRELID, ObjectIdGetDatum(indexoid));
+		if (!HeapTupleIsValid(tuple))
+			return;
+		form = (Form_pg_index) GETSTRUCT(tuple);
+		if (form->indisunique != unique)
+		{
+			form->indisunique = unique;
+			CatalogTupleUpdate(pg_index, &tuple->t_self, tuple);
+			/* The table caches which of its columns unique indexes cover. */
+			CacheInvalidateRelcacheByRelid(form->indrelid);
+		}
 	}
 	heap_freetuple(tuple);
 }
@@ -262,13 +279,39 @@ gunique_index_set_unique(Oid indexoid, bool unique)
 }
 
 /*
+ * Every index of the tree under topindex, itself first, as
+ * find_all_inheritors lists them without locks, but for one dropped while
+ * the tree is read (REINDEX CONCURRENTLY of a leaf replaces it under
+ * locks a caller of this need not conflict with): find_all_inheritors
+ * fails on it, this leaves it out.  Its replacement is listed if it was
+ * attached by then.
+ */
+List *
+gunique_tree_members(Oid topindex)
+{
+	List	   *members = list_make1_oid(topindex);
+
+	for (int i = 0; i < list_length(members); i++)
+	{
+		Oid			member = list_nth_oid(members, i);
+
+		if (get_rel_relkind(member) == RELKIND_PARTITIONED_INDEX &&
+			SearchSysCacheExists1(RELOID, ObjectIdGetDatum(member)))
+			members = list_concat(members,
+								  find_inheritance_children(member, NoLock));
+	}
+	return members;
+}
+
+/*
  * Set pg_index.indisunique on every index of the tree under topindex.
- * The caller holds locks that keep the tree from changing.
+ * The caller holds the top in a lock that keeps partitions from being
+ * attached or detached; a leaf may still be replaced (index_set_unique).
  */
 void
 gunique_tree_set_unique(Oid topindex, bool unique)
 {
-	List	   *members = find_all_inheritors(topindex, NoLock, NULL);
+	List	   *members = gunique_tree_members(topindex);
 	Relation	pg_index = table_open(IndexRelationId, RowExclusiveLock);
 	ListCell   *lc;
 

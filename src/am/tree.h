@@ -14,6 +14,7 @@
 extern bool gunique_is_gunique_index(Oid indexoid);
 extern void gunique_require_gunique_index(Oid indexoid);
 extern List *gunique_table_indexes(Oid tableoid);
+extern List *gunique_tree_members(Oid topindex);
 extern void gunique_tree_set_unique(Oid topindex, bool unique);
 extern void gunique_index_set_unique(Oid indexoid, bool unique);
 extern bool gunique_index_is_valid(Oid indexoid);

@@ -567,7 +567,8 @@ reindex_partitioned_target(UtilityCall *call, Oid *table)
 static void
 reindex_lock_tree(ReindexStmt *stmt, bool concurrent, Oid target, Oid table)
 {
-	List	   *members = find_all_inheritors(target, NoLock, NULL);
+	List	   *members = get_rel_relkind(target) == RELKIND_PARTITIONED_INDEX ?
+		gunique_tree_members(target) : find_all_inheritors(target, NoLock, NULL);
 	List	   *relids = NIL;
 	List	   *modes = NIL;
 	ListCell   *lc;

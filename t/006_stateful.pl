@@ -219,7 +219,9 @@
 # meanwhile.  Every lookup maps the partitions its descriptors hold to the
 # leaves of the tree (a reader of one before a commit of the loop and of
 # the other after it got "partition ... has no leaf of gunique index
-# ...", 55000, until the fix of that: see flap_scene).
+# ...", 55000, until the fix of that: see flap_scene).  In half the scenes
+# a second psql runs REINDEX INDEX CONCURRENTLY of other partitions' leaves
+# beside the loop (a deadlock with an ATTACH, 40P01, stops either loop).
 #
 # ALTER COLUMN TYPE (op_alter_type): between int and bigint or numeric, in
 # autocommit or in a transaction, in turn making a duplicate, keeping
@@ -1382,6 +1384,23 @@ sub flap_scene
 	my $h = IPC::Run::start(
 		[ 'psql', '-X', '-q', '-v', 'ON_ERROR_STOP=1', '-h', $node->host, '-p', $node->port, '-d', 'postgres' ],
 		'<', \$sql, '>', \$out, '2>', \$err);
+	# at times, beside it, another session rebuilds other partitions'
+	# leaves (REINDEX INDEX CONCURRENTLY): an ATTACH's check must merge a
+	# leaf that replaced another while it read the tree.  The two may
+	# deadlock (README.md), which stops either loop; a REINDEX stopped so
+	# leaves an index invalid, _ccnew or _ccold (dropped below)
+	my @others = grep { $_ != $slot } @att;
+	my ($rout, $rerr, $rh) = ('', '');
+	if (@others && rand() < 0.5)
+	{
+		my $rsql = "\\set VERBOSITY verbose\n"
+		  . join('', map { 'REINDEX INDEX CONCURRENTLY t_' . pick(@others) . "_k_idx;\n" } 1 .. 2 + int(rand(5)))
+		  . "\\q\n";
+		$rh = IPC::Run::start(
+			[ 'psql', '-X', '-q', '-v', 'ON_ERROR_STOP=1', '-h', $node->host, '-p', $node->port, '-d', 'postgres' ],
+			'<', \$rsql, '>', \$rout, '2>', \$rerr);
+		$M{flap}{reindex}++;
+	}
 	$M{flap_slot} = $slot;
 	my $deadline = time + 120;
 	my $hang = sub {
@@ -1407,14 +1426,25 @@ sub flap_scene
 		$M{flap}{ $a->{lookup} ? 'lookups' : 'modifications' }++;
 		run_action($e, $a);
 	}
-	while ($h->pumpable)
+	while ($h->pumpable || ($rh && $rh->pumpable))
 	{
-		$h->pump_nb;
+		$h->pump_nb if $h->pumpable;
+		$rh->pump_nb if $rh && $rh->pumpable;
 		$hang->();
 		settle_all(1);
 		usleep(5000);
 	}
 	eval { $h->finish };
+	if ($rh)
+	{
+		eval { $rh->finish };
+		my @rerrs = grep { /ERROR/ } split /\n/, $rerr;
+		fail_now("REINDEX INDEX CONCURRENTLY beside the loop of DETACH CONCURRENTLY and ATTACH failed:\n$rerr")
+		  if grep { !/ERROR:  40P01:/ } @rerrs;
+		$M{flap}{reindex_errors}{$_}++ for map { /ERROR:  (\w+):/ ? $1 : 'other' } @rerrs;
+		ctl_retry("DROP INDEX $_")
+		  for split /\n/, ctl_query("SELECT string_agg(indexrelid::regclass::text, E'\\n') FROM pg_index WHERE NOT indisvalid AND indexrelid::regclass::text LIKE 't\\_%\\_k\\_idx\\_cc%'");
+	}
 	settle_all(1);
 	wait_any() while grep { $_->{pending} } @sess;
 	delete $M{flap_slot};
@@ -1631,6 +1661,7 @@ sub check
 	}
 
 	# the partitions, and their rows
+	detach_finalize();
 	my @exist = existing_slots(undef);
 	my $attached = join ' ',
 	  sort { $a <=> $b } map { s/^t_//r } split /\n/,
@@ -1903,15 +1934,17 @@ for my $round (1 .. $rounds)
 	my $more_s = !$more ? '' : sprintf(
 		', %d DETACH CONCURRENTLY scenes (%d waited for older transactions; beside a DETACH CONCURRENTLY: %s; '
 		  . 'raced with its first transaction: %s; %d attached again and %d detached again, each raced; '
-		  . 'modifications by the key that raced a DETACH or ATTACH: %s; the load\'s lookups and UPDATEs by the key meanwhile: %d)'
+		  . 'modifications by the key that raced a DETACH or ATTACH: %s; the load\'s lookups and UPDATEs by the key meanwhile: %d; '
+		  . 'finished by FINALIZE after a deadlock: %d)'
 		  . ', ALTER COLUMN TYPE: %s, the load\'s lookups and UPDATEs by the key: %d (errors: %s)',
 		$dc->{scenes} // 0, $dc->{waited} // 0, $hist->($dc->{beside}), $hist->($dc->{raced}), $dc->{attach} // 0,
 		$dc->{again} // 0,
-		$hist->($dc->{either}), $dc->{load_touches} // 0,
+		$hist->($dc->{either}), $dc->{load_touches} // 0, $M{detach_finalized} // 0,
 		$alter_ok ? $hist->($M{alter}) : "skipped ($alter_why)", $M{touches} // 0, $hist->($M{touch_err}));
 	my $fl = $M{flap} // {};
-	$more_s .= sprintf(', %d flap scenes (up to %d DETACH CONCURRENTLY and ATTACH; beside them: %d lookups, %d modifications by the key, a pgbench of lookups and UPDATEs by the key in %d; the load\'s lookups and UPDATEs by the key meanwhile: %d; errors: %s)',
-		$fl->{scenes} // 0, $fl->{cycles} // 0, $fl->{lookups} // 0, $fl->{modifications} // 0, $fl->{bench} // 0, $fl->{load_touches} // 0,
+	$more_s .= sprintf(', %d flap scenes (up to %d DETACH CONCURRENTLY and ATTACH; beside them: %d lookups, %d modifications by the key, a pgbench of lookups and UPDATEs by the key in %d, REINDEX INDEX CONCURRENTLY of other leaves in %d (errors: %s); the load\'s lookups and UPDATEs by the key meanwhile: %d; errors: %s)',
+		$fl->{scenes} // 0, $fl->{cycles} // 0, $fl->{lookups} // 0, $fl->{modifications} // 0, $fl->{bench} // 0,
+		$fl->{reindex} // 0, $hist->($fl->{reindex_errors}), $fl->{load_touches} // 0,
 		$hist->($fl->{errors}))
 	  if $more;
 	$more_s .= sprintf(', a second unique index t_up (u, p) made %s t_k: %d collide scenes (%s; the plain transaction inserting the key the upsert waits with: %s)',

@@ -26,7 +26,7 @@ use GuniqueStatefulSessions;
 our @EXPORT = qw(
   driver_on connect_all step quiesce
   run_action settle wait_any settle_all
-  rows_done either_done ddl_done
+  rows_done either_done ddl_done detach_finalize
   op_insert op_insert_into op_copy as_copy op_update_key op_update_keep
   op_move op_delete race_ok op_upsert upsert_action op_bulk op_bulk_delete
   ddl_ok op_detach op_attach attach_action op_drop op_truncate op_create
@@ -410,6 +410,39 @@ sub ddl_done
 	fail_now("$d->{s}{name}: $a->{sql}: $st: $d->{s}{lasterr}")
 	  unless $st eq '40P01' && ($a->{waited} || others($d->{tx}));
 	stmt_failed($d);
+	detach_pending($a) if $a->{dconc};
+}
+
+# A DETACH CONCURRENTLY that failed on a deadlock in its second
+# transaction (an insert's light probe holds the partition's leaf index
+# and waits for its table, which the DETACH holds while it waits for the
+# index: README.md, "DDL beside inserts") leaves the partition detached,
+# pending: detached in the model, finished as its HINT says at the next
+# check, when no transaction can hold FINALIZE up; no DDL until then
+# (ddl_ok).  One that failed in its first transaction left it attached
+# (only outside a DETACH CONCURRENTLY scene, whose first transaction the
+# model commits at once).
+sub detach_pending
+{
+	my ($a) = @_;
+	my ($slot) = $a->{sql} =~ /PARTITION t_(\d+) CONCURRENTLY/;
+	my $state = ctl_query("SELECT coalesce((SELECT CASE WHEN inhdetachpending THEN 'pending' ELSE 'in' END FROM pg_inherits WHERE inhrelid = 't_$slot'::regclass), 'out')");
+	return if $state eq 'in';
+	$M{detach_pending}{$slot} = 1 if $state eq 'pending';
+	my $t = new_txn();
+	$a->{after}->($t);
+	commit_txn($t);
+}
+
+# At a check, with every transaction ended (check): finish them.
+sub detach_finalize
+{
+	for my $slot (sort { $a <=> $b } keys %{ $M{detach_pending} // {} })
+	{
+		ctl_retry("ALTER TABLE t DETACH PARTITION t_$slot FINALIZE");
+		$M{detach_finalized}++;
+	}
+	delete $M{detach_pending};
 }
 
 #
@@ -946,6 +979,7 @@ sub ddl_ok
 	my ($d) = @_;
 	# (none beside an index t_k not valid: the concurrent builds')
 	return 0 if gidx_state() ne 'valid';
+	return 0 if %{ $M{detach_pending} // {} };
 	return 0 if grep { $_->{pending} && $_->{pending}{upsert} } @sess;
 	return !other_ddl($d->{tx}) && !($d->{tx} && $d->{tx}{ddl} > 3);
 }

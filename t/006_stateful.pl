@@ -620,8 +620,11 @@ sub boost
 		# beside the pgbench load, rebuild leaves while it inserts
 		'reindex leaf concurrently' => $M{load} ? 15 : 0,
 		'reindex table concurrently' => $M{load} ? 3 : 0,
-		# and detach and attach beside its lookups and UPDATEs by the key
-		'detach concurrently scene' => $more && $M{load} ? 3 : 0,
+		# and detach and attach beside its lookups and UPDATEs by the key;
+		# more often until a run has had one (its end checks that it has:
+		# seed 2 once went without)
+		'detach concurrently scene' => ($more && $M{load} ? 3 : 0)
+		  + ($more && !$total{dc_scenes} && !($M{dc} && $M{dc}{scenes}) ? 4 : 0),
 		'flap scene' => $more && $M{load} ? 3 : 0,
 		'rollback' => $big ? 6 : 0,
 		'rollback to' => $big ? 4 : 0,

@@ -597,56 +597,74 @@ leaf_listed(List *leaves, Oid indexoid)
 	return false;
 }
 
+/* Lock, or let go of, the leaves of "leaves" that "others" does not list. */
+static void
+leaves_lock(List *leaves, List *others, LOCKMODE heapmode, bool lock)
+{
+	ListCell   *lc;
+
+	foreach(lc, leaves)
+	{
+		GuniqueLeaf *leaf = lfirst(lc);
+
+		if (leaf_listed(others, leaf->indexoid))
+			continue;
+		if (lock)
+		{
+			LockRelationOid(leaf->heapoid, heapmode);
+			LockRelationOid(leaf->indexoid, AccessShareLock);
+		}
+		else
+		{
+			UnlockRelationOid(leaf->indexoid, AccessShareLock);
+			UnlockRelationOid(leaf->heapoid, heapmode);
+		}
+	}
+}
+
 /*
  * gunique_tree_leaves, with each leaf's table locked in "heapmode" and its
- * index in AccessShareLock.  REINDEX CONCURRENTLY replaces a leaf under
- * locks that conflict with neither (src/README, "Lock order"), so a list
- * read before the locks were held may name an index that is gone, or no
- * longer the leaf.  The tree is read again, from a catalog snapshot taken
- * once they are held, until the list stays the same: each leaf returned
- * was its partition's leaf while this transaction held its table, so
- * writers go on inserting into it until this transaction ends (REINDEX
- * CONCURRENTLY waits for every holder of the table before it stops
- * maintaining the old index).  The lock on an index that was replaced is
- * let go at once: its drop waits for it.
+ * index in AccessShareLock, once each by this call (a caller may let go of
+ * them: merge.c).  REINDEX CONCURRENTLY replaces a leaf under locks that
+ * conflict with neither (src/README, "Lock order"), so a list read before
+ * the locks were held may name an index that is gone, or no longer the
+ * leaf.  The tree is read again, from a catalog snapshot taken once they
+ * are held, until the list stays the same: each leaf returned was its
+ * partition's leaf while this transaction held its table, so writers go
+ * on inserting into it until this transaction ends (REINDEX CONCURRENTLY
+ * waits for every holder of the table before it stops maintaining the old
+ * index).  The locks taken for a leaf replaced meanwhile are let go at
+ * once (those of the new one taken first): the old index's drop waits for
+ * them.
  */
 List *
 gunique_tree_leaves_locked(Oid topindex, LOCKMODE heapmode)
 {
 	List	   *leaves = gunique_tree_leaves(topindex);
 
+	leaves_lock(leaves, NIL, heapmode, true);
 	for (;;)
 	{
 		List	   *again;
-		ListCell   *lc;
-		bool		same;
 
-		foreach(lc, leaves)
-		{
-			GuniqueLeaf *leaf = lfirst(lc);
-
-			LockRelationOid(leaf->heapoid, heapmode);
-			LockRelationOid(leaf->indexoid, AccessShareLock);
-		}
 		AcceptInvalidationMessages();
 		InvalidateCatalogSnapshot();
 		again = gunique_tree_leaves(topindex);
-		same = list_length(again) == list_length(leaves);
-		foreach(lc, leaves)
+		if (list_length(again) == list_length(leaves))
 		{
-			GuniqueLeaf *leaf = lfirst(lc);
+			ListCell   *lc;
+			bool		same = true;
 
-			if (!leaf_listed(again, leaf->indexoid))
+			foreach(lc, leaves)
+				same = same && leaf_listed(again, ((GuniqueLeaf *) lfirst(lc))->indexoid);
+			if (same)
 			{
-				UnlockRelationOid(leaf->indexoid, AccessShareLock);
-				same = false;
+				list_free_deep(again);
+				return leaves;
 			}
 		}
-		if (same)
-		{
-			list_free_deep(again);
-			return leaves;
-		}
+		leaves_lock(again, leaves, heapmode, true);
+		leaves_lock(leaves, again, heapmode, false);
 		list_free_deep(leaves);
 		leaves = again;
 		CHECK_FOR_INTERRUPTS();

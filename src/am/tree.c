@@ -233,12 +233,15 @@ gunique_index_is_unique(Oid indexoid)
 }
 
 /*
- * Set pg_index.indisunique of one index.  The row is updated under the
- * index's ShareUpdateExclusiveLock, which REINDEX CONCURRENTLY holds while
- * it swaps and drops the index (two updates of one catalog row at once
- * fail with "tuple concurrently updated"), and read again once that is
- * held.  An index gone by then (REINDEX CONCURRENTLY dropped it) is left
- * out: its replacement copied the flag from it.
+ * Set pg_index.indisunique of one index.  REINDEX CONCURRENTLY rewrites a
+ * leaf's row as it swaps it for its copy, under the leaf's
+ * ShareUpdateExclusiveLock, and two updates of one catalog row at once
+ * fail ("tuple concurrently updated"): a leaf's row is changed under that
+ * lock, taken without waiting (the caller may hold the whole table, and a
+ * REINDEX CONCURRENTLY runs long, waiting for older snapshots such as the
+ * caller's), and read again once it is held.  A partitioned index is never
+ * swapped.  An index gone (REINDEX CONCURRENTLY dropped it) is left out:
+ * its replacement copied the mark from it.
  */
 static void
 index_set_unique(Relation pg_index, Oid indexoid, bool unique)
@@ -248,21 +251,28 @@ index_set_unique(Relation pg_index, Oid indexoid, bool unique)
 
 	if (!HeapTupleIsValid(tuple))
 		return;
-	if (((Form_pg_index) GETSTRUCT(tuple))->indisunique != unique)
+	if (((Form_pg_index) GETSTRUCT(tuple))->indisunique != unique &&
+		get_rel_relkind(indexoid) == RELKIND_INDEX)
 	{
 		heap_freetuple(tuple);
-		LockRelationOid(indexoid, ShareUpdateExclusiveLock);
+		if (!ConditionalLockRelationOid(indexoid, ShareUpdateExclusiveLock))
+			ereport(ERROR,
+					(errcode(ERRCODE_LOCK_NOT_AVAILABLE),
+					 errmsg("could not obtain lock on index \"%s\"",
+							get_rel_name(indexoid)),
+					 errdetail("The statement changes the partitions under a gunique index, which marks each partition's index, and another transaction holds this one, as REINDEX CONCURRENTLY does while it rebuilds it."),
+					 errhint("Run the statement again once that transaction has ended.")));
 		tuple = SearchSysCacheCopy1(INDEXRELID, ObjectIdGetDatum(indexoid));
 		if (!HeapTupleIsValid(tuple))
 			return;
-		form = (Form_pg_index) GETSTRUCT(tuple);
-		if (form->indisunique != unique)
-		{
-			form->indisunique = unique;
-			CatalogTupleUpdate(pg_index, &tuple->t_self, tuple);
-			/* The table caches which of its columns unique indexes cover. */
-			CacheInvalidateRelcacheByRelid(form->indrelid);
-		}
+	}
+	form = (Form_pg_index) GETSTRUCT(tuple);
+	if (form->indisunique != unique)
+	{
+		form->indisunique = unique;
+		CatalogTupleUpdate(pg_index, &tuple->t_self, tuple);
+		/* The table caches which of its columns unique indexes cover. */
+		CacheInvalidateRelcacheByRelid(form->indrelid);
 	}
 	heap_freetuple(tuple);
 }

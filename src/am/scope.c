@@ -671,6 +671,13 @@ gunique_tree_leaves_locked(Oid topindex, LOCKMODE heapmode)
 	}
 }
 
+/* Let go of the locks gunique_tree_leaves_locked took for "leaves". */
+void
+gunique_tree_leaves_unlock(List *leaves, LOCKMODE heapmode)
+{
+	leaves_lock(leaves, NIL, heapmode, false);
+}
+
 static void
 scope_create_hashes(void)
 {

@@ -90,6 +90,7 @@ extern bool gunique_tree_changed_here(Relation index);
 
 extern List *gunique_tree_leaves(Oid topindex);
 extern List *gunique_tree_leaves_locked(Oid topindex, LOCKMODE heapmode);
+extern void gunique_tree_leaves_unlock(List *leaves, LOCKMODE heapmode);
 
 extern Oid	gunique_tree_top(Oid indexoid);
 

@@ -898,15 +898,8 @@ merge_tree(Oid topindexoid, LOCKMODE lockmode, Snapshot snapshot,
 		pass_remember(pass, state);
 	for (int c = 0; c < state->ncursors; c++)
 		merge_cursor_close(&state->cursors[c]);
-	foreach(lc, leaves)
-	{
-		GuniqueLeaf *leaf = lfirst(lc);
-
-		if (pass == NULL || lockmode >= ShareLock)
-			break;
-		UnlockRelationOid(leaf->indexoid, AccessShareLock);
-		UnlockRelationOid(leaf->heapoid, lockmode);
-	}
+	if (pass != NULL && lockmode < ShareLock)
+		gunique_tree_leaves_unlock(leaves, lockmode);
 	list_free_deep(leaves);
 	MemoryContextDelete(state->runcxt);
 	pfree(state->run);
@@ -923,8 +916,9 @@ merge_tree(Oid topindexoid, LOCKMODE lockmode, Snapshot snapshot,
  * only while holding none of them (gunique_concurrent_lock_all): a check
  * that took them one after the other would keep out the writers of those
  * it holds while it waited for the next, for as long as a REINDEX
- * CONCURRENTLY of that leaf runs.  Then read the tree again until it stays
- * the same (a leaf replaced meanwhile).
+ * CONCURRENTLY of that leaf runs.  A leaf replaced meanwhile keeps its
+ * table; the merge reads the tree again once it holds the leaves
+ * (merge_tree).
  */
 static void
 tree_lock_share(Oid topindexoid)
@@ -944,7 +938,6 @@ tree_lock_share(Oid topindexoid)
 		modes = lappend_int(modes, AccessShareLock);
 	}
 	gunique_concurrent_lock_all(relids, modes);
-	list_free_deep(gunique_tree_leaves_locked(topindexoid, ShareLock));
 	list_free_deep(leaves);
 	list_free(relids);
 	list_free(modes);

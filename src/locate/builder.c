@@ -61,7 +61,6 @@
 #include "utils/memutils.h"
 #include "utils/rel.h"
 #include "utils/snapmgr.h"
-#include "utils/syscache.h"
 #include "utils/timestamp.h"
 
 #include "compat.h"
@@ -679,17 +678,14 @@ gunique_build_filters(PG_FUNCTION_ARGS)
 		GuniqueLeaf *leaf = (GuniqueLeaf *) lfirst(lc);
 		GuniqueLeafPlace place;
 		Relation	heap = table_open(leaf->heapoid, RowExclusiveLock);
-		Relation	index;
+		Relation	index = try_relation_open(leaf->indexoid, AccessShareLock);
 
 		/* replaced since the tree was read (REINDEX CONCURRENTLY) */
-		LockRelationOid(leaf->indexoid, AccessShareLock);
-		if (!SearchSysCacheExists1(RELOID, ObjectIdGetDatum(leaf->indexoid)))
+		if (index == NULL)
 		{
-			UnlockRelationOid(leaf->indexoid, AccessShareLock);
 			table_close(heap, RowExclusiveLock);
 			continue;
 		}
-		index = index_open(leaf->indexoid, NoLock);
 		(void) gunique_scope_for_leaf(index, &place, GUNIQUE_LOCK_NONE);
 		if (!list_member_oid(groups, place.group))
 		{

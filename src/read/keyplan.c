@@ -25,7 +25,8 @@
  * or evicted is unlinked at once ("retired") and freed once no executor
  * runs it (counted from ExecutorStart to ExecutorEnd, or to the abort of
  * the subtransaction or transaction it began in), and the callbacks
- * neither allocate nor read the catalogs.  The proof is in src/README, "Modifying by the key".
+ * neither allocate nor read the catalogs.  The proof is in src/README,
+ * "Modifying by the key".
  *
  *-------------------------------------------------------------------------
  */

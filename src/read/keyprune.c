@@ -388,11 +388,14 @@ keyprune_evaluate(List *values, ParamListInfo params, Datum *keys,
 
 /*
  * The partition of the key's row that "snapshot" sees, or InvalidOid.
- * The table is locked; the lookup locks what it reads.
+ * With "only", the partition where that row must be if there is one, when
+ * the summaries leave a single one (gunique_lookup_reader_only): the plan
+ * for it reads the row, and a second search of it is saved.  The table is
+ * locked; the lookup locks what it reads.
  */
 static Oid
 keyprune_find(Relation table, Oid indexoid, Datum *keys, bool *isnull,
-			  Snapshot snapshot)
+			  Snapshot snapshot, bool only)
 {
 	Relation	index = index_open(indexoid, AccessShareLock);
 	GuniqueLookupReader *reader;
@@ -400,8 +403,11 @@ keyprune_find(Relation table, Oid indexoid, Datum *keys, bool *isnull,
 	Oid			result = InvalidOid;
 
 	reader = gunique_lookup_reader_begin(table, index, snapshot);
-	if (gunique_lookup_reader_find(reader, keys, isnull, NULL, &hit))
-		result = hit.heapoid;
+	if (!only || !gunique_lookup_reader_only(reader, keys, isnull, &result))
+	{
+		if (gunique_lookup_reader_find(reader, keys, isnull, NULL, &hit))
+			result = hit.heapoid;
+	}
 	gunique_lookup_reader_end(reader);
 	index_close(index, NoLock);
 	return result;
@@ -507,7 +513,8 @@ gunique_keyprune_begin(Relation table, Index rti, Oid indexoid, List *values,
 		kind = KEYPRUNE_GUESS;
 		keyprune_evaluate(values, boundParams, keys, isnull);
 		InitDirtySnapshot(dirty);
-		partoid = keyprune_find(table, indexoid, keys, isnull, &dirty);
+		partoid = keyprune_find(table, indexoid, keys, isnull, &dirty,
+								false);
 		if (OidIsValid(partoid))
 			clause = keyprune_partition_qual(table, partoid, rti);
 		else
@@ -634,11 +641,12 @@ keyprune_check_of(PlannedStmt *stmt)
 
 /*
  * The partition of the key's row that the statement's snapshot sees, or
- * InvalidOid.  Invalidations are processed first, as a lookup does, so
- * that the tree read is current as of the snapshot.
+ * InvalidOid; with "only", possibly the one partition where that row must
+ * be if there is one (keyprune_find).  Invalidations are processed first,
+ * as a lookup does, so that the tree read is current as of the snapshot.
  */
 static Oid
-keyprune_locate(CustomScan *check, QueryDesc *queryDesc)
+keyprune_locate(CustomScan *check, QueryDesc *queryDesc, bool only)
 {
 	List	   *rels = list_nth(check->custom_private, KEYCHECK_PRIVATE_RELS);
 	MemoryContext cxt;
@@ -656,7 +664,7 @@ keyprune_locate(CustomScan *check, QueryDesc *queryDesc)
 	table = table_open(linitial_oid(rels), NoLock);
 	keyprune_evaluate(check->custom_exprs, queryDesc->params, keys, isnull);
 	partoid = keyprune_find(table, lsecond_oid(rels), keys, isnull,
-							queryDesc->snapshot);
+							queryDesc->snapshot, only);
 	table_close(table, NoLock);
 	MemoryContextSwitchTo(old);
 	MemoryContextDelete(cxt);
@@ -678,7 +686,12 @@ keyprune_holds(CustomScan *check, QueryDesc *queryDesc)
 
 	if (IsolationIsSerializable() || RecoveryInProgress())
 		return false;
-	partoid = keyprune_locate(check, queryDesc);
+	partoid = keyprune_locate(check, queryDesc, true);
+	if (OidIsValid(partoid) && list_member_oid(parts, partoid))
+		return true;
+	/* the one partition left may not hold the key: search */
+	if (OidIsValid(partoid))
+		partoid = keyprune_locate(check, queryDesc, false);
 	return !OidIsValid(partoid) || list_member_oid(parts, partoid);
 }
 
@@ -713,8 +726,9 @@ keyprune_replan(CustomScan *check, QueryDesc *queryDesc, bool prune)
 
 /*
  * A stub of family "family": the plan kept for the partition of the key's
- * row, or the stub itself if no row has the key (it modifies nothing, as
- * PostgreSQL's plan would find nothing).  In a serializable transaction
+ * row (or of the one partition that can hold it, whose plan finds the row
+ * or nothing), or the stub itself if no row has the key (it modifies
+ * nothing, as PostgreSQL's plan would find nothing).  In a serializable transaction
  * (which may have begun after the stub was made), the plan PostgreSQL
  * would make.  Under EXPLAIN (GENERIC_PLAN), which gives the parameters
  * no values, the stub stays.
@@ -736,7 +750,7 @@ keyprune_resolve(CustomScan *check, int family, QueryDesc *queryDesc)
 	if (keyprune_params_missing((Node *) check->custom_exprs,
 								queryDesc->params))
 		return;
-	partoid = keyprune_locate(check, queryDesc);
+	partoid = keyprune_locate(check, queryDesc, true);
 	if (OidIsValid(partoid))
 	{
 		PlannedStmt *stmt = gunique_keyplan_get(family, query, options,

@@ -1446,6 +1446,65 @@ gunique_lookup_reader_find(GuniqueLookupReader *reader, Datum *values,
 	return true;
 }
 
+/*
+ * Where the key's row that the reader's MVCC snapshot sees must be, found
+ * without reading it, when the summaries leave one leaf partition or none
+ * (no stray, and no leaf that a rebuild the snapshot does not see may have
+ * emptied of the key): that partition, into "heapoid", locked as a search
+ * locks it and with the storage the snapshot saw (lookup_check_storage),
+ * or InvalidOid.  Whether the row is there is left to the caller's plan,
+ * which reads the partition with the same snapshot.  False if the
+ * summaries leave more, or cannot be trusted: then
+ * gunique_lookup_reader_find.  The proof is src/README, "Modifying by the
+ * key".
+ */
+bool
+gunique_lookup_reader_only(GuniqueLookupReader *reader, Datum *values,
+						   bool *isnull, Oid *heapoid)
+{
+	LookupScanState *state = (LookupScanState *) reader;
+	Snapshot	snapshot = state->snapshot;
+	int			nkeys = IndexRelationGetNumberOfKeyAttributes(state->index);
+	GuniqueLocateKey key;
+	LookupTree *tree;
+	LookupPart *parts;
+	LookupPart	part = {0};
+	uint64		mark;
+	uint64		generation;
+	int			n;
+
+	if (RecoveryInProgress() || IsolationIsSerializable() ||
+		!IsMVCCSnapshot(snapshot))
+		return false;
+	for (int i = 0; i < nkeys; i++)
+		if (isnull[i])
+			return false;
+	MemoryContextReset(state->rowcxt);
+	state->waited = NIL;
+	mark = gunique_rebuilds_mark();
+	tree = lookup_tree_get(state);
+	generation = tree->scope_generation;
+	gunique_locate_key(&key, &tree->map, values, isnull);
+	parts = lookup_candidates(state, tree, &key, true, &n);
+	if (n == 1)
+		part = parts[0];
+	pfree(parts);
+	if (n > 1 || part.stray || lookup_rebuilt(tree, snapshot, mark))
+		return false;
+	*heapoid = InvalidOid;
+	if (n == 0)
+		return true;
+	/* as a search locks it: table, then index */
+	lookup_lock(state, part.heapoid);
+	lookup_lock(state, part.indexoid);
+	if (generation != gunique_scope_generation())
+		return false;
+	if (!lookup_waited(state, &part))
+		lookup_check_storage(state, part.heapoid);
+	*heapoid = part.heapoid;
+	return true;
+}
+
 void
 gunique_lookup_reader_end(GuniqueLookupReader *reader)
 {

@@ -46,6 +46,9 @@ extern bool gunique_lookup_reader_find(GuniqueLookupReader *reader,
 									   Datum *values, bool *isnull,
 									   GuniqueLocateKey *key,
 									   GuniqueLookupHit *hit);
+extern bool gunique_lookup_reader_only(GuniqueLookupReader *reader,
+									   Datum *values, bool *isnull,
+									   Oid *heapoid);
 extern void gunique_lookup_reader_end(GuniqueLookupReader *reader);
 
 #endif							/* GUNIQUE_LOOKUP_H */

@@ -588,7 +588,8 @@ gunique_keyprune_relation(GuniqueKeyPrune *prune, PlannerInfo *root,
  * The plan of an UPDATE or DELETE whose table was given the clause: put
  * the check above the scan its ModifyTable reads, with a stub's family of
  * plans.  A plan for the partition keyplan.c asked for has no check: the
- * executor start that asked has found the key's row there.  False if the
+ * executor start that asked has found that the key's row, if any, is
+ * there.  False if the
  * plan is not that (the caller plans again, unpruned).
  */
 bool

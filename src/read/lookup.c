@@ -612,13 +612,11 @@ lookup_check_storage(LookupScanState *state, Oid heapoid)
 {
 	Snapshot	snapshot = state->snapshot;
 	Relation	heap;
-	bool		replaced;
 
 	if (!IsMVCCSnapshot(snapshot))
 		return;
 	heap = table_open(heapoid, NoLock);
-	replaced = lookup_storage_replaced(heap, snapshot);
-	if (replaced)
+	if (lookup_storage_replaced(heap, snapshot))
 		ereport(ERROR,
 				(errcode(ERRCODE_T_R_SERIALIZATION_FAILURE),
 				 errmsg("could not serialize access due to a concurrent rewrite of partition \"%s\"",
@@ -1451,12 +1449,12 @@ gunique_lookup_reader_find(GuniqueLookupReader *reader, Datum *values,
  * without reading it, when the summaries leave one leaf partition or none
  * (no stray, and no leaf that a rebuild the snapshot does not see may have
  * emptied of the key): that partition, into "heapoid", locked as a search
- * locks it and with the storage the snapshot saw (lookup_check_storage),
- * or InvalidOid.  Whether the row is there is left to the caller's plan,
- * which reads the partition with the same snapshot.  False if the
- * summaries leave more, or cannot be trusted: then
- * gunique_lookup_reader_find.  The proof is src/README, "Modifying by the
- * key".
+ * locks it, or InvalidOid.  Whether the row is there is left to the
+ * caller's plan, which reads the partition with the same snapshot.  False
+ * if the summaries leave more, or cannot be trusted, or the partition's
+ * storage was replaced since the snapshot without this lock waiting for
+ * it (lookup_check_storage): then gunique_lookup_reader_find.  The proof
+ * is src/README, "Modifying by the key".
  */
 bool
 gunique_lookup_reader_only(GuniqueLookupReader *reader, Datum *values,
@@ -1499,8 +1497,16 @@ gunique_lookup_reader_only(GuniqueLookupReader *reader, Datum *values,
 	lookup_lock(state, part.indexoid);
 	if (generation != gunique_scope_generation())
 		return false;
+	/* a rewrite that kept the row needs a search to tell (lookup_one) */
 	if (!lookup_waited(state, &part))
-		lookup_check_storage(state, part.heapoid);
+	{
+		Relation	heap = table_open(part.heapoid, NoLock);
+		bool		replaced = lookup_storage_replaced(heap, snapshot);
+
+		table_close(heap, NoLock);
+		if (replaced)
+			return false;
+	}
 	*heapoid = part.heapoid;
 	return true;
 }

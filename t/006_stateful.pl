@@ -655,7 +655,10 @@ sub build_boost
 	return (
 		'create index concurrently' => $g eq 'none' ? 20 : 0,
 		'reindex index concurrently' => $g eq 'invalid' ? 15 : $M{load} ? 2 : 0,
-		'drop index' => $g eq 'invalid' ? 3 : 0,
+		# (an invalid t_k is kept for a REINDEX until one has finished it)
+		'drop index' => $g eq 'invalid'
+		  && ($total{'gb REINDEX INDEX CONCURRENTLY of an invalid tree: 00000'}
+			|| $M{gb}{'REINDEX INDEX CONCURRENTLY of an invalid tree: 00000'}) ? 3 : 0,
 		'insert colliding' => ($about ? 10 : 0) + ($d->{tx} && $d->{tx}{beside_build} && $g eq 'valid' ? 15 : 0),
 		'dedup' => $g ne 'valid' && dup_keys($d->{tx}) ? 5 : 0,
 		# (which the steps with t_k not valid make rarer: DDL waits)
@@ -1522,11 +1525,15 @@ sub build_scene
 		# build comes after the duplicates are deleted and has no inserts
 		# beside it; once one has, and until one has failed on a duplicate,
 		# it comes after an insert of a key held elsewhere (which then goes
-		# in): else timing alone decides whether a run reaches each outcome
-		# (and the REINDEX that finishes what a failed one left)
+		# in): else timing alone decides whether a run reaches each outcome.
+		# Until a REINDEX has finished an invalid t_k, that REINDEX too
+		# comes after the duplicates are deleted, alone.
 		my $r = rand();
 		my $reached = sub { $total{"gb CREATE INDEX CONCURRENTLY: $_[0]"} || $M{gb}{"CREATE INDEX CONCURRENTLY: $_[0]"} };
-		$want_ok = $how eq 'create' && $g eq 'none' && !$reached->('00000');
+		my $finished = $total{'gb REINDEX INDEX CONCURRENTLY of an invalid tree: 00000'}
+		  || $M{gb}{'REINDEX INDEX CONCURRENTLY of an invalid tree: 00000'};
+		$want_ok = ($how eq 'create' && $g eq 'none' && !$reached->('00000'))
+		  || ($how eq 'reindex' && $g eq 'invalid' && !$finished);
 		my $want_dup = $how eq 'create' && $g eq 'none'
 		  && $reached->('00000') && !$reached->('23505');
 		my $pre = $want_ok ? op_dedup($d) : $want_dup ? op_insert_colliding($d)

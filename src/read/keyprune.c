@@ -589,8 +589,8 @@ gunique_keyprune_relation(GuniqueKeyPrune *prune, PlannerInfo *root,
  * the check above the scan its ModifyTable reads, with a stub's family of
  * plans.  A plan for the partition keyplan.c asked for has no check: the
  * executor start that asked has found that the key's row, if any, is
- * there.  False if the
- * plan is not that (the caller plans again, unpruned).
+ * there.  False if the plan is not that (the caller plans again,
+ * unpruned).
  */
 bool
 gunique_keyprune_plan(GuniqueKeyPrune *prune, PlannedStmt *stmt,
@@ -729,9 +729,9 @@ keyprune_replan(CustomScan *check, QueryDesc *queryDesc, bool prune)
  * A stub of family "family": the plan kept for the partition of the key's
  * row (or of the one partition that can hold it, whose plan finds the row
  * or nothing), or the stub itself if no row has the key (it modifies
- * nothing, as PostgreSQL's plan would find nothing).  In a serializable transaction
- * (which may have begun after the stub was made), the plan PostgreSQL
- * would make.  Under EXPLAIN (GENERIC_PLAN), which gives the parameters
+ * nothing, as PostgreSQL's plan would find nothing).  In a serializable
+ * transaction (which may have begun after the stub was made), the plan
+ * PostgreSQL would make.  Under EXPLAIN (GENERIC_PLAN), which gives the parameters
  * no values, the stub stays.
  */
 static void

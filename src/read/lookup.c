@@ -501,6 +501,17 @@ lookup_tree_get(LookupScanState *state)
 	}
 }
 
+/* Forget the rows found, and the locks waited for, before another key. */
+static void
+lookup_forget_rows(LookupScanState *state)
+{
+	MemoryContextReset(state->rowcxt);
+	state->rows = NULL;
+	state->nrows = 0;
+	state->maxrows = 0;
+	state->waited = NIL;
+}
+
 /* Keep a row found, in the table's row type. */
 static void
 lookup_keep(LookupScanState *state, TupleTableSlot *found, Relation heap)
@@ -1298,11 +1309,7 @@ lookup_rescan(CustomScanState *node)
 {
 	LookupScanState *state = (LookupScanState *) node;
 
-	MemoryContextReset(state->rowcxt);
-	state->rows = NULL;
-	state->nrows = 0;
-	state->maxrows = 0;
-	state->waited = NIL;
+	lookup_forget_rows(state);
 	state->fetched = false;
 	state->pos = -1;
 	state->markpos = -1;
@@ -1428,11 +1435,7 @@ gunique_lookup_reader_find(GuniqueLookupReader *reader, Datum *values,
 	LookupScanState *state = (LookupScanState *) reader;
 	LookupRow  *row;
 
-	MemoryContextReset(state->rowcxt);
-	state->rows = NULL;
-	state->nrows = 0;
-	state->maxrows = 0;
-	state->waited = NIL;
+	lookup_forget_rows(state);
 	lookup_key(state, values, isnull, key);
 	if (state->nrows == 0)
 		return false;
@@ -1477,8 +1480,7 @@ gunique_lookup_reader_only(GuniqueLookupReader *reader, Datum *values,
 	for (int i = 0; i < nkeys; i++)
 		if (isnull[i])
 			return false;
-	MemoryContextReset(state->rowcxt);
-	state->waited = NIL;
+	lookup_forget_rows(state);
 	mark = gunique_rebuilds_mark();
 	tree = lookup_tree_get(state);
 	generation = tree->scope_generation;

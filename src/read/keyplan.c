@@ -18,6 +18,8 @@
  * same query, after rewriting, with the same cursor options), which a
  * prepared statement's custom plans all are.  A stub records its family's
  * number; a family forgotten since is made again from the stub's query.
+ * The stub itself, planned once without the parameters' values, is kept
+ * with the family's plans, and later plannings of the family take a copy.
  *
  * A plan is used by the executor from ExecutorStart to ExecutorEnd, within
  * one transaction; an invalidation may arrive in between (a lock taken in
@@ -217,17 +219,12 @@ keyplan_family_get(int id, Query *query, int cursorOptions)
 	return keyplan_family_make(id, query, cursorOptions);
 }
 
-/*
- * The number of the family of a stub being planned: of the kept family
- * with an equal query, or of a new one.
- */
-int
-gunique_keyplan_family(Query *query, int cursorOptions)
+/* The kept family with an equal query, made most recent; or NULL. */
+static KeyPlanFamily *
+keyplan_family_find(Query *query, int cursorOptions)
 {
 	dlist_iter	iter;
-	int			id;
 
-	keyplan_free_retired();
 	dlist_foreach(iter, &families)
 	{
 		KeyPlanFamily *family = dlist_container(KeyPlanFamily, node, iter.cur);
@@ -236,9 +233,26 @@ gunique_keyplan_family(Query *query, int cursorOptions)
 			equal(family->query, query))
 		{
 			dlist_move_head(&families, &family->node);
-			return family->id;
+			return family;
 		}
 	}
+	return NULL;
+}
+
+/*
+ * The number of the family of a stub being planned: of the kept family
+ * with an equal query, or of a new one.
+ */
+int
+gunique_keyplan_family(Query *query, int cursorOptions)
+{
+	KeyPlanFamily *family;
+	int			id;
+
+	keyplan_free_retired();
+	family = keyplan_family_find(query, cursorOptions);
+	if (family != NULL)
+		return family->id;
 	id = next_family_id;
 	/* 0 is "not a stub" (keyprune.c) */
 	next_family_id = next_family_id == PG_INT32_MAX ? 1 : next_family_id + 1;
@@ -337,6 +351,58 @@ keyplan_keep(PlannedStmt *stmt, Oid key)
 	plan->valid = true;
 	MemoryContextSwitchTo(old);
 	return plan;
+}
+
+/*
+ * A copy of the stub kept for the family of "query" (a query modifying
+ * partitioned table "tableoid"), once its relations are locked, as the plan
+ * cache locks a plan it reuses, and it is still valid; NULL if none is
+ * kept.  The stub is kept under the table's own OID, which is no
+ * partition's: it modifies the table alone.
+ */
+PlannedStmt *
+gunique_keyplan_stub(Query *query, int cursorOptions, Oid tableoid)
+{
+	keyplan_free_retired();
+	for (;;)
+	{
+		KeyPlanFamily *family = keyplan_family_find(query, cursorOptions);
+		KeyPlanEntry *entry = NULL;
+		KeyPlan    *plan;
+
+		if (family != NULL)
+			entry = hash_search(family->plans, &tableoid, HASH_FIND, NULL);
+		if (entry == NULL)
+			return NULL;
+		plan = entry->plan;
+
+		/*
+		 * Invalidations retire, never free: the plan stays readable, and
+		 * a retired one is looked for again (it is gone then).
+		 */
+		keyplan_lock(plan->stmt);
+		if (plan->valid)
+			return copyObject(plan->stmt);
+	}
+}
+
+/* Keep "stmt", just planned, as the stub of family "id". */
+void
+gunique_keyplan_keep_stub(int id, Query *query, int cursorOptions,
+						  Oid tableoid, PlannedStmt *stmt)
+{
+	KeyPlanFamily *family = keyplan_family_get(id, query, cursorOptions);
+	KeyPlanEntry *entry;
+	KeyPlan    *plan;
+	bool		found;
+
+	entry = hash_search(family->plans, &tableoid, HASH_FIND, NULL);
+	if (entry != NULL)
+		keyplan_retire(family->plans, entry->plan);
+	plan = keyplan_keep(stmt, tableoid);
+	entry = hash_search(family->plans, &tableoid, HASH_ENTER, &found);
+	Assert(!found);
+	entry->plan = plan;
 }
 
 /*

@@ -15,6 +15,10 @@
 #include "nodes/plannodes.h"
 
 extern int	gunique_keyplan_family(Query *query, int cursorOptions);
+extern PlannedStmt *gunique_keyplan_stub(Query *query, int cursorOptions,
+										 Oid tableoid);
+extern void gunique_keyplan_keep_stub(int id, Query *query, int cursorOptions,
+									  Oid tableoid, PlannedStmt *stmt);
 extern Oid	gunique_keyplan_take_forced(Query *parse, Oid *tableoid);
 extern PlannedStmt *gunique_keyplan_get(int id, Query *query,
 										int cursorOptions, Oid tableoid,

@@ -533,6 +533,16 @@ gunique_keyprune_begin(Relation table, Index rti, Oid indexoid, List *values,
 }
 
 /*
+ * The table of a stub's pruning (the key reads parameters: the plan, a
+ * stub, is the same for every value), or InvalidOid.
+ */
+Oid
+gunique_keyprune_stub_table(GuniqueKeyPrune *prune)
+{
+	return prune->kind == KEYPRUNE_STUB ? prune->tableoid : InvalidOid;
+}
+
+/*
  * The relation hook, for a relation of the query being planned (query
  * level 1).  The table itself: give it the clause, before the query's own
  * clauses are added (build_simple_rel calls the hook with none) and before
@@ -599,6 +609,7 @@ gunique_keyprune_plan(GuniqueKeyPrune *prune, PlannedStmt *stmt,
 	ModifyTable *mt = (ModifyTable *) stmt->planTree;
 	CustomScan *cscan;
 	List	   *parts = NIL;
+	int			family = 0;
 	ListCell   *lc;
 
 	if (prune->table == NULL)
@@ -613,14 +624,17 @@ gunique_keyprune_plan(GuniqueKeyPrune *prune, PlannedStmt *stmt,
 	foreach(lc, mt->resultRelations)
 		parts = lappend_oid(parts,
 							rt_fetch(lfirst_int(lc), stmt->rtable)->relid);
+	if (prune->kind == KEYPRUNE_STUB)
+		family = gunique_keyplan_family(original, cursorOptions);
 	cscan = gunique_passnode_insert(stmt, mt, &keycheck_scan_methods);
 	cscan->custom_exprs = prune->values;
 	cscan->custom_private =
 		list_make5(list_make2_oid(prune->tableoid, prune->indexoid), parts,
-				   original, makeInteger(cursorOptions),
-				   makeInteger(prune->kind == KEYPRUNE_STUB ?
-							   gunique_keyplan_family(original,
-													  cursorOptions) : 0));
+				   original, makeInteger(cursorOptions), makeInteger(family));
+	/* planned without the parameters' values: kept for the family */
+	if (prune->kind == KEYPRUNE_STUB)
+		gunique_keyplan_keep_stub(family, original, cursorOptions,
+								  prune->tableoid, stmt);
 	return true;
 }
 

@@ -29,6 +29,7 @@ extern GuniqueKeyPrune *gunique_keyprune_begin(Relation table, Index rti,
 											   Oid indexoid, List *values,
 											   ParamListInfo boundParams,
 											   Oid forced);
+extern Oid	gunique_keyprune_stub_table(GuniqueKeyPrune *prune);
 extern void gunique_keyprune_relation(GuniqueKeyPrune *prune,
 									  PlannerInfo *root, RelOptInfo *rel);
 extern bool gunique_keyprune_plan(GuniqueKeyPrune *prune, PlannedStmt *stmt,

@@ -825,6 +825,8 @@ gunique_lookup_planner(Query *parse, const char *query_string,
 	bool		complete = true;
 	Oid			forced_table;
 	Oid			forced = gunique_keyplan_take_forced(parse, &forced_table);
+	Oid			stub_table;
+	ParamListInfo params = boundParams;
 	ListCell   *lc;
 
 	this.marks = NIL;
@@ -842,10 +844,29 @@ gunique_lookup_planner(Query *parse, const char *query_string,
 	else
 		this.prune = lookup_prune_query(parse, boundParams, forced_table,
 										forced);
+
+	/*
+	 * A stub does not depend on the parameters' values: it is planned
+	 * without them, once, and each later planning of its family, custom
+	 * ones too, is a copy of the one kept (src/README 4.8).
+	 */
+	if (this.prune != NULL &&
+		OidIsValid(stub_table = gunique_keyprune_stub_table(this.prune)))
+	{
+		result = gunique_keyplan_stub(parse, cursorOptions, stub_table);
+		if (result != NULL)
+		{
+			result->queryId = parse->queryId;
+			result->stmt_location = parse->stmt_location;
+			result->stmt_len = parse->stmt_len;
+			return result;
+		}
+		params = NULL;
+	}
 	if (this.marks != NIL || this.nested || this.prune != NULL)
 		copy = copyObject(parse);
 	result = lookup_call_planner(&this, parse, query_string, cursorOptions,
-								 boundParams);
+								 params);
 
 	/* marks the relation hook added are in the list too */
 	foreach(lc, this.marks)

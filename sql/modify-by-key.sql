@@ -158,6 +158,13 @@ PREPARE z(bigint, int) AS UPDATE t SET v = v + 1 / $2 WHERE id = $1 RETURNING id
 EXECUTE z(1000000, 0);
 EXECUTE z(60, 0);
 EXECUTE z(60, 1);
+-- what the stub and the partitions' plans were made from comes back when
+-- the transaction that changed the table rolls back; so do they
+BEGIN;
+ALTER TABLE t DETACH PARTITION t_mar;
+EXECUTE z(61, 1);
+ROLLBACK;
+EXECUTE z(61, 1);
 DEALLOCATE z;
 RESET plan_cache_mode;
 DEALLOCATE e;

@@ -353,6 +353,24 @@ keyplan_keep(PlannedStmt *stmt, Oid key)
 	return plan;
 }
 
+/* Keep a copy of "stmt" in the family under "key", retiring the one before. */
+static KeyPlan *
+keyplan_put(KeyPlanFamily *family, Oid key, PlannedStmt *stmt)
+{
+	KeyPlanEntry *entry;
+	KeyPlan    *plan;
+	bool		found;
+
+	entry = hash_search(family->plans, &key, HASH_FIND, NULL);
+	if (entry != NULL)
+		keyplan_retire(family->plans, entry->plan);
+	plan = keyplan_keep(stmt, key);
+	entry = hash_search(family->plans, &key, HASH_ENTER, &found);
+	Assert(!found);
+	entry->plan = plan;
+	return plan;
+}
+
 /*
  * A copy of the stub kept for the family of "query" (a query modifying
  * partitioned table "tableoid"), once its relations are locked, as the plan
@@ -391,18 +409,8 @@ void
 gunique_keyplan_keep_stub(int id, Query *query, int cursorOptions,
 						  Oid tableoid, PlannedStmt *stmt)
 {
-	KeyPlanFamily *family = keyplan_family_get(id, query, cursorOptions);
-	KeyPlanEntry *entry;
-	KeyPlan    *plan;
-	bool		found;
-
-	entry = hash_search(family->plans, &tableoid, HASH_FIND, NULL);
-	if (entry != NULL)
-		keyplan_retire(family->plans, entry->plan);
-	plan = keyplan_keep(stmt, tableoid);
-	entry = hash_search(family->plans, &tableoid, HASH_ENTER, &found);
-	Assert(!found);
-	entry->plan = plan;
+	(void) keyplan_put(keyplan_family_get(id, query, cursorOptions), tableoid,
+					   stmt);
 }
 
 /*
@@ -464,7 +472,6 @@ gunique_keyplan_get(int id, Query *query, int cursorOptions, Oid tableoid,
 	KeyPlan    *plan;
 	PlannedStmt *stmt;
 	PlannedStmt *result = NULL;
-	bool		found;
 	bool		modifies;
 	Oid			key;
 	int			n;
@@ -517,14 +524,7 @@ gunique_keyplan_get(int id, Query *query, int cursorOptions, Oid tableoid,
 			{
 				key = n == 1 ? partoid : InvalidOid;
 				family = keyplan_family_get(id, query, cursorOptions);
-				entry = hash_search(family->plans, &key, HASH_FIND, NULL);
-				if (entry != NULL)
-					keyplan_retire(family->plans, entry->plan);
-				plan = keyplan_keep(stmt, key);
-				entry = hash_search(family->plans, &key, HASH_ENTER, &found);
-				Assert(!found);
-				entry->plan = plan;
-				result = keyplan_use(plan);
+				result = keyplan_use(keyplan_put(family, key, stmt));
 			}
 		}
 	}

@@ -165,6 +165,21 @@ ALTER TABLE t DETACH PARTITION t_mar;
 EXECUTE z(61, 1);
 ROLLBACK;
 EXECUTE z(61, 1);
+-- a function folded at planning leaves no trace in the plans: replacing
+-- it gives up the stub and the partitions' plans, whose query depends on it
+CREATE FUNCTION pick() RETURNS bool LANGUAGE sql IMMUTABLE AS 'SELECT true';
+PREPARE w(bigint, bigint) AS UPDATE t SET v = v + 1
+	WHERE id = CASE WHEN pick() THEN $1 ELSE $2 END RETURNING id;
+EXECUTE w(70, 15);
+CREATE OR REPLACE FUNCTION pick() RETURNS bool LANGUAGE sql IMMUTABLE AS 'SELECT false';
+EXECUTE w(70, 15);
+EXECUTE w(15, 70);
+SET plan_cache_mode = force_generic_plan;
+EXECUTE w(70, 15);
+CREATE OR REPLACE FUNCTION pick() RETURNS bool LANGUAGE sql IMMUTABLE AS 'SELECT true';
+EXECUTE w(70, 15);
+DEALLOCATE w;
+DROP FUNCTION pick();
 DEALLOCATE z;
 RESET plan_cache_mode;
 DEALLOCATE e;

@@ -37,6 +37,7 @@
 #include "lib/ilist.h"
 #include "nodes/parsenodes.h"
 #include "nodes/plannodes.h"
+#include "optimizer/optimizer.h"
 #include "parser/parsetree.h"
 #include "storage/lmgr.h"
 #include "utils/syscache.h"
@@ -91,6 +92,9 @@ typedef struct KeyPlanFamily
 	MemoryContext context;		/* holds this struct, the query, the table */
 	Query	   *query;
 	int			cursorOptions;
+	List	   *relationOids;	/* what the query itself depends on, as the */
+	List	   *invalItems;		/* plan cache takes it: a function folded at
+								 * planning leaves no trace in the plans */
 	HTAB	   *plans;			/* KeyPlanEntry by partition */
 	struct KeyPlanFamily *next_retired;
 } KeyPlanFamily;
@@ -173,6 +177,7 @@ keyplan_family_make(int id, Query *query, int cursorOptions)
 	MemoryContext old;
 	KeyPlanFamily *family;
 	HASHCTL		ctl;
+	bool		rls;
 
 	if (keyplan_context == NULL)
 		keyplan_context = AllocSetContextCreate(CacheMemoryContext,
@@ -189,6 +194,8 @@ keyplan_family_make(int id, Query *query, int cursorOptions)
 	family->context = context;
 	family->query = copyObject(query);
 	family->cursorOptions = cursorOptions;
+	extract_query_dependencies((Node *) family->query, &family->relationOids,
+							   &family->invalItems, &rls);
 	MemoryContextSwitchTo(old);
 	ctl.keysize = sizeof(Oid);
 	ctl.entrysize = sizeof(KeyPlanEntry);
@@ -578,21 +585,23 @@ typedef struct KeyPlanInval
 } KeyPlanInval;
 
 /*
- * Does a plan depend on what the invalidation names?  As the plan cache
- * takes them: a relation it names, a function or type among its
- * invalidation items; any operator, schema or foreign server.
+ * Does a plan or query with these dependencies depend on what the
+ * invalidation names?  As the plan cache takes them: a relation it names,
+ * a function or type among its invalidation items; any operator, schema or
+ * foreign server.
  */
 static bool
-keyplan_depends(PlannedStmt *stmt, const KeyPlanInval *inval)
+keyplan_depends(List *relationOids, List *invalItems,
+				const KeyPlanInval *inval)
 {
 	ListCell   *lc;
 
 	if (inval->cacheid < 0)
 		return !OidIsValid(inval->relid) ||
-			list_member_oid(stmt->relationOids, inval->relid);
+			list_member_oid(relationOids, inval->relid);
 	if (inval->cacheid != PROCOID && inval->cacheid != TYPEOID)
 		return true;
-	foreach(lc, stmt->invalItems)
+	foreach(lc, invalItems)
 	{
 		PlanInvalItem *item = (PlanInvalItem *) lfirst(lc);
 
@@ -604,9 +613,10 @@ keyplan_depends(PlannedStmt *stmt, const KeyPlanInval *inval)
 }
 
 /*
- * Retire every plan that depends on what the invalidation names.  Families
- * stay: they hold no plan of their own.  Called from the relcache and
- * syscache callbacks: no allocation.
+ * Retire every plan that depends on what the invalidation names, or whose
+ * family's query does (a stub and every plan of it are planned from the
+ * query).  Families stay: the query is equal however it is analysed again.
+ * Called from the relcache and syscache callbacks: no allocation.
  */
 static void
 keyplan_invalidate(const KeyPlanInval *inval)
@@ -618,10 +628,13 @@ keyplan_invalidate(const KeyPlanInval *inval)
 		KeyPlanFamily *family = dlist_container(KeyPlanFamily, node, iter.cur);
 		HASH_SEQ_STATUS status;
 		KeyPlanEntry *entry;
+		bool		all = keyplan_depends(family->relationOids,
+										  family->invalItems, inval);
 
 		hash_seq_init(&status, family->plans);
 		while ((entry = hash_seq_search(&status)) != NULL)
-			if (keyplan_depends(entry->plan->stmt, inval))
+			if (all || keyplan_depends(entry->plan->stmt->relationOids,
+									   entry->plan->stmt->invalItems, inval))
 				keyplan_retire(family->plans, entry->plan);
 	}
 }

@@ -144,6 +144,17 @@ COMMIT;
 SELECT count(*) FROM pg_locks WHERE locktype = 'advisory';
 SELECT tableoid::regclass, * FROM ev WHERE id = 40;
 
+-- A row whose key any partition holds, its own too, is skipped before its
+-- constraints are checked (one table checks them first), and a key's
+-- expressions are evaluated before them.
+INSERT INTO ev VALUES (40, '2024-02-05', 'bad') ON CONFLICT DO NOTHING;
+CREATE TABLE evx (x int, p int, CHECK (x <> 0)) PARTITION BY LIST (p);
+CREATE TABLE evx1 PARTITION OF evx FOR VALUES IN (1);
+CREATE UNIQUE INDEX evx_key ON evx USING gunique ((100 / x));
+INSERT INTO evx VALUES (0, 1) ON CONFLICT DO NOTHING;
+INSERT INTO evx VALUES (0, 1);
+DROP TABLE evx;
+
 -- Two gunique indexes: without a target both arbitrate; with one named,
 -- the other's conflict is a violation, as for any unique index.
 CREATE TABLE two (a int, b int, p int) PARTITION BY LIST (p);

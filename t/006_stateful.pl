@@ -647,6 +647,14 @@ sub boost
 		!$conc ? () : build_boost($d));
 }
 
+# Has a build of t_k ("CREATE INDEX CONCURRENTLY: 00000", ...) had that
+# outcome, in an earlier round or this one?
+sub build_reached
+{
+	my ($outcome) = @_;
+	return $total{"gb $outcome"} || $M{gb}{$outcome};
+}
+
 sub build_boost
 {
 	my ($d) = @_;
@@ -657,8 +665,7 @@ sub build_boost
 		'reindex index concurrently' => $g eq 'invalid' ? 15 : $M{load} ? 2 : 0,
 		# (an invalid t_k is kept for a REINDEX until one has finished it)
 		'drop index' => $g eq 'invalid'
-		  && ($total{'gb REINDEX INDEX CONCURRENTLY of an invalid tree: 00000'}
-			|| $M{gb}{'REINDEX INDEX CONCURRENTLY of an invalid tree: 00000'}) ? 3 : 0,
+		  && build_reached('REINDEX INDEX CONCURRENTLY of an invalid tree: 00000') ? 3 : 0,
 		'insert colliding' => ($about ? 10 : 0) + ($d->{tx} && $d->{tx}{beside_build} && $g eq 'valid' ? 15 : 0),
 		'dedup' => $g ne 'valid' && dup_keys($d->{tx}) ? 5 : 0,
 		# (which the steps with t_k not valid make rarer: DDL waits)
@@ -1529,9 +1536,8 @@ sub build_scene
 		# Until a REINDEX has finished an invalid t_k, that REINDEX too
 		# comes after the duplicates are deleted, alone.
 		my $r = rand();
-		my $reached = sub { $total{"gb CREATE INDEX CONCURRENTLY: $_[0]"} || $M{gb}{"CREATE INDEX CONCURRENTLY: $_[0]"} };
-		my $finished = $total{'gb REINDEX INDEX CONCURRENTLY of an invalid tree: 00000'}
-		  || $M{gb}{'REINDEX INDEX CONCURRENTLY of an invalid tree: 00000'};
+		my $reached = sub { build_reached("CREATE INDEX CONCURRENTLY: $_[0]") };
+		my $finished = build_reached('REINDEX INDEX CONCURRENTLY of an invalid tree: 00000');
 		$want_ok = ($how eq 'create' && $g eq 'none' && !$reached->('00000'))
 		  || ($how eq 'reindex' && $g eq 'invalid' && !$finished);
 		my $want_dup = $how eq 'create' && $g eq 'none'

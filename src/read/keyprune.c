@@ -745,8 +745,8 @@ keyprune_replan(CustomScan *check, QueryDesc *queryDesc, bool prune)
  * or nothing), or the stub itself if no row has the key (it modifies
  * nothing, as PostgreSQL's plan would find nothing).  In a serializable
  * transaction (which may have begun after the stub was made), the plan
- * PostgreSQL would make.  Under EXPLAIN (GENERIC_PLAN), which gives the parameters
- * no values, the stub stays.
+ * PostgreSQL would make.  Under EXPLAIN (GENERIC_PLAN), which gives the
+ * parameters no values, the stub stays.
  */
 static void
 keyprune_resolve(CustomScan *check, int family, QueryDesc *queryDesc)

@@ -13,6 +13,9 @@ OBJS = \
 	src/am/handler.o \
 	src/am/scope.o \
 	src/am/tree.o \
+	src/citus/citusddl.o \
+	src/citus/globalkey.o \
+	src/citus/keysync.o \
 	src/ddl/concurrent.o \
 	src/ddl/ddl.o \
 	src/ddl/fkey.o \

@@ -230,4 +230,27 @@ gunique_lock_held_or_stronger(const LOCKTAG *tag, LOCKMODE mode)
 				false, true, true, false, false)
 #endif
 
+/*
+ * PostgreSQL 18 lets RETURNING name a row's old values (RETURNING OLD), by
+ * which an UPDATE of a global key on a Citus table returns the key it
+ * replaces (src/citus/keysync.c).
+ */
+#if PG_VERSION_NUM >= 180000
+#define GUNIQUE_HAS_RETURNING_OLD 1
+#define GUNIQUE_VAR_RETURNING_OLD(var) ((var)->varreturningtype = VAR_RETURNING_OLD)
+#define GUNIQUE_NAME_RETURNING_OLD(query) \
+	((query)->returningOldAlias = (query)->returningOldAlias ? \
+	 (query)->returningOldAlias : pstrdup("gunique_old"))
+#else
+#define GUNIQUE_VAR_RETURNING_OLD(var) ((void) (var))
+#define GUNIQUE_NAME_RETURNING_OLD(query) ((void) (query))
+#endif
+
+/* PostgreSQL 18 dropped ExecutorRun's execute_once argument. */
+#if PG_VERSION_NUM >= 180000
+#define gunique_executor_run(qd) ExecutorRun((qd), ForwardScanDirection, 0)
+#else
+#define gunique_executor_run(qd) ExecutorRun((qd), ForwardScanDirection, 0, true)
+#endif
+
 #endif							/* GUNIQUE_COMPAT_H */

@@ -7,7 +7,7 @@
  * PostgreSQL calls into gunique through its access method (am/handler.c),
  * its SQL functions, and what this file installs: ten hooks, one
  * transaction callback, one subtransaction callback, one relcache callback
- * and one syscache callback (for seven caches), the three CustomScans'
+ * and one syscache callback (for seven caches), the four CustomScans'
  * methods and the filter keeper.  Each
  * hook here is one function that calls the previous hook (or the standard
  * function) and the features, in a fixed order written down beside it;
@@ -43,6 +43,8 @@
 #include "admin/leafcheck.h"
 #include "admin/stats.h"
 #include "am/scope.h"
+#include "citus/citusddl.h"
+#include "citus/keysync.h"
 #include "ddl/ddl.h"
 #include "insert/keylock.h"
 #include "insert/probescan.h"
@@ -124,8 +126,22 @@ next_ProcessUtility(PlannedStmt *pstmt, const char *queryString,
 								params, queryEnv, dest, qc);
 }
 
+/* DDL's part of the utility chain, then the rest of it. */
+static void
+ddl_ProcessUtility(PlannedStmt *pstmt, const char *queryString,
+				   bool readOnlyTree, ProcessUtilityContext context,
+				   ParamListInfo params, QueryEnvironment *queryEnv,
+				   DestReceiver *dest, QueryCompletion *qc)
+{
+	gunique_ddl_utility(pstmt, queryString, readOnlyTree, context, params,
+						queryEnv, dest, qc, next_ProcessUtility);
+}
+
 /*
  * Utility statements:
+ *	 0. on a Citus node, the global keys take CREATE INDEX, TRUNCATE and
+ *		COPY of distributed tables that have them, and run the statement
+ *		through the rest of this chain in the middle (citus/citusddl.c);
  *	 1. the insert path lets go of the leaves its statements hold open: the
  *		statement (one a trigger of an inserting statement runs, say) may
  *		drop, detach or truncate one; later probes open what they need
@@ -142,8 +158,11 @@ gunique_ProcessUtility(PlannedStmt *pstmt, const char *queryString,
 					   DestReceiver *dest, QueryCompletion *qc)
 {
 	gunique_probe_release_all();
-	gunique_ddl_utility(pstmt, queryString, readOnlyTree, context, params,
-						queryEnv, dest, qc, next_ProcessUtility);
+	if (gunique_citus_utility(pstmt, queryString, readOnlyTree, context,
+							  params, queryEnv, dest, qc, ddl_ProcessUtility))
+		return;
+	ddl_ProcessUtility(pstmt, queryString, readOnlyTree, context, params,
+					   queryEnv, dest, qc);
 }
 
 /*
@@ -170,8 +189,20 @@ next_planner(Query *parse, const char *query_string, int cursorOptions,
 	return standard_planner(parse, query_string, cursorOptions, boundParams);
 }
 
+/* The read path's planning, then the rest of the chain. */
+static PlannedStmt *
+lookup_planner(Query *parse, const char *query_string, int cursorOptions,
+			   ParamListInfo boundParams)
+{
+	return gunique_lookup_planner(parse, query_string, cursorOptions,
+								  boundParams, next_planner);
+}
+
 /*
  * Planning:
+ *	 0. on a Citus node, statements on distributed tables with global keys
+ *		are routed by the key and kept in sync with the key tables
+ *		(citus/keysync.c), around the rest;
  *	 1. the read path (lookups, and UPDATE or DELETE by the key) marks the
  *		tables it may read and the key it may prune by, then plans through
  *		next_planner, once, or twice where its marks did not all come
@@ -186,8 +217,8 @@ gunique_planner(Query *parse, const char *query_string, int cursorOptions,
 {
 	PlannedStmt *result;
 
-	result = gunique_lookup_planner(parse, query_string, cursorOptions,
-									boundParams, next_planner);
+	result = gunique_citus_planner(parse, query_string, cursorOptions,
+								   boundParams, lookup_planner);
 	return gunique_onconflict_plan(result);
 }
 
@@ -387,6 +418,7 @@ gunique_hooks_install(void)
 	gunique_lookup_register_scan();
 	gunique_keyprune_register_scan();
 	gunique_onconflict_register_scan();
+	gunique_citus_register_scan();
 
 	gunique_persist_init();		/* the filter keeper */
 }

@@ -1,0 +1,660 @@
+/*-------------------------------------------------------------------------
+ *
+ * citusddl.c
+ *	  Utility statements on distributed tables with a global key: CREATE
+ *	  INDEX ... USING gunique makes and fills the key table, TRUNCATE
+ *	  empties it too, COPY goes through INSERT, and what would leave the
+ *	  key table behind its table is refused.
+ *
+ * Only on the node a user's statement reaches: statements that Citus
+ * itself sends to other nodes (its DDL propagation turned off for them)
+ * pass untouched.  The design: src/citus/README.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "access/relation.h"
+#include "access/table.h"
+#include "catalog/dependency.h"
+#include "catalog/namespace.h"
+#include "catalog/pg_class.h"
+#include "catalog/pg_opclass.h"
+#include "commands/defrem.h"
+#include "commands/extension.h"
+#include "executor/spi.h"
+#include "lib/stringinfo.h"
+#include "miscadmin.h"
+#include "nodes/makefuncs.h"
+#include "tcop/utility.h"
+#include "utils/builtins.h"
+#include "utils/guc.h"
+#include "utils/lsyscache.h"
+#include "utils/memutils.h"
+#include "utils/ruleutils.h"
+#include "utils/rel.h"
+#include "utils/syscache.h"
+
+#include "gunique.h"
+#include "citus/citusddl.h"
+#include "citus/globalkey.h"
+
+typedef struct CitusUtility
+{
+	PlannedStmt *pstmt;
+	const char *queryString;
+	bool		readOnlyTree;
+	ProcessUtilityContext context;
+	ParamListInfo params;
+	QueryEnvironment *queryEnv;
+	DestReceiver *dest;
+	QueryCompletion *qc;
+	ProcessUtility_hook_type next;
+} CitusUtility;
+
+static void
+run_next(CitusUtility *u)
+{
+	u->next(u->pstmt, u->queryString, u->readOnlyTree, u->context, u->params,
+			u->queryEnv, u->dest, u->qc);
+}
+
+/* Whether Citus is installed here and propagates this session's DDL. */
+static bool
+citus_propagates(void)
+{
+	const char *propagate;
+
+	if (!OidIsValid(get_extension_oid("citus", true)))
+		return false;
+	propagate = GetConfigOption("citus.enable_ddl_propagation", true, false);
+	return propagate == NULL || strcmp(propagate, "on") == 0;
+}
+
+/*
+ * The distribution column of a hash-distributed Citus table, or NULL for
+ * any other table.
+ */
+static char *
+distribution_column(Oid relid)
+{
+	Oid			argtypes[1] = {REGCLASSOID};
+	Datum		args[1] = {ObjectIdGetDatum(relid)};
+	char	   *result = NULL;
+
+	SPI_connect();
+	if (SPI_execute_with_args("SELECT pg_catalog.column_to_column_name(logicalrelid, partkey) "
+							  "FROM pg_catalog.pg_dist_partition "
+							  "WHERE logicalrelid = $1 AND partmethod = 'h'",
+							  1, argtypes, args, NULL, true, 1) == SPI_OK_SELECT &&
+		SPI_processed == 1)
+	{
+		char	   *name = SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1);
+
+		if (name != NULL)
+			result = MemoryContextStrdup(TopTransactionContext, name);
+	}
+	SPI_finish();
+	return result;
+}
+
+/* Runs one statement through SPI, or raises the error it raised. */
+static void
+run_sql(const char *sql)
+{
+	SPI_connect();
+	if (SPI_execute(sql, false, 0) < 0)
+		elog(ERROR, "could not run \"%s\"", sql);
+	SPI_finish();
+}
+
+/*
+ * What a global key cannot be made for (the key must be columns, compared
+ * as the key table's primary key compares them).
+ */
+static void
+check_index_statement(IndexStmt *stmt, Relation rel, const char *distcol)
+{
+	ListCell   *lc;
+
+	if (stmt->concurrent)
+		ereport(ERROR,
+				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+				 errmsg("CREATE INDEX CONCURRENTLY of a global gunique key on distributed table \"%s\" is not supported",
+						RelationGetRelationName(rel)),
+				 errdetail("The key table is filled in the transaction that creates the index, which CONCURRENTLY does not have."),
+				 errhint("Create the index without CONCURRENTLY.")));
+	if (stmt->whereClause != NULL || stmt->nulls_not_distinct)
+		ereport(ERROR,
+				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+				 errmsg("a global gunique key on distributed table \"%s\" cannot be partial or NULLS NOT DISTINCT",
+						RelationGetRelationName(rel)),
+				 errdetail("The key table holds the keys of all rows whose key has no NULL.")));
+	foreach(lc, stmt->indexParams)
+	{
+		IndexElem  *elem = lfirst(lc);
+
+		if (elem->name == NULL)
+			ereport(ERROR,
+					(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+					 errmsg("a global gunique key on distributed table \"%s\" must be made of columns",
+							RelationGetRelationName(rel)),
+					 errdetail("The key table holds copies of the key columns; an expression has no column to copy.")));
+		if (elem->opclass != NIL || elem->collation != NIL)
+			ereport(ERROR,
+					(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+					 errmsg("a global gunique key on distributed table \"%s\" must use the default operator class and collation",
+							RelationGetRelationName(rel)),
+					 errdetail("The key table's primary key compares the key with the columns' defaults.")));
+		if (strcmp(elem->name, distcol) == 0)
+			ereport(ERROR,
+					(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+					 errmsg("a global gunique key on distributed table \"%s\" cannot include its distribution column \"%s\"",
+							RelationGetRelationName(rel), distcol),
+					 errdetail("Citus enforces such a key on each shard by itself."),
+					 errhint("Use a unique btree index.")));
+	}
+}
+
+/* "name type COLLATE c" for column attno of rel. */
+static void
+append_column(StringInfo buf, Relation rel, AttrNumber attno)
+{
+	Form_pg_attribute att = TupleDescAttr(RelationGetDescr(rel), attno - 1);
+
+	appendStringInfo(buf, "%s %s", quote_identifier(NameStr(att->attname)),
+					 format_type_with_typemod(att->atttypid, att->atttypmod));
+	if (OidIsValid(att->attcollation) &&
+		att->attcollation != get_typcollation(att->atttypid))
+		appendStringInfo(buf, " COLLATE %s",
+						 generate_collation_name(att->attcollation));
+}
+
+/*
+ * Makes the key table of a global key about to be created, named after
+ * the index, and distributes it by its first key column: before the index,
+ * whose build on every shard makes the transaction's later schema changes
+ * fail in Citus.
+ */
+static void
+make_key_table(Relation rel, IndexStmt *stmt, const char *distcol)
+{
+	char	   *name = psprintf("%s.%s", get_namespace_name(RelationGetNamespace(rel)),
+								stmt->idxname);
+	char	   *qualified;
+	StringInfoData sql;
+	ListCell   *lc;
+
+	if (strlen(name) >= NAMEDATALEN)
+		ereport(ERROR,
+				(errcode(ERRCODE_NAME_TOO_LONG),
+				 errmsg("the key table name \"%s\" is too long", name),
+				 errdetail("A global gunique key's table is named \"<schema>.<index>\", which must fit in %d bytes.",
+						   NAMEDATALEN - 1),
+				 errhint("Give the index a shorter name.")));
+	qualified = quote_qualified_identifier(GUNIQUE_KEYS_SCHEMA, name);
+
+	run_sql("CREATE SCHEMA IF NOT EXISTS " GUNIQUE_KEYS_SCHEMA);
+	initStringInfo(&sql);
+	appendStringInfo(&sql, "CREATE TABLE %s (", qualified);
+	foreach(lc, stmt->indexParams)
+	{
+		append_column(&sql, rel, get_attnum(RelationGetRelid(rel),
+											((IndexElem *) lfirst(lc))->name));
+		appendStringInfoString(&sql, " NOT NULL, ");
+	}
+	append_column(&sql, rel, get_attnum(RelationGetRelid(rel), distcol));
+	appendStringInfoString(&sql, ", PRIMARY KEY (");
+	foreach(lc, stmt->indexParams)
+		appendStringInfo(&sql, "%s%s", lc == list_head(stmt->indexParams) ? "" : ", ",
+						 quote_identifier(((IndexElem *) lfirst(lc))->name));
+	appendStringInfoString(&sql, "))");
+	run_sql(sql.data);
+
+	resetStringInfo(&sql);
+	appendStringInfo(&sql, "SELECT pg_catalog.create_distributed_table(%s, %s)",
+					 quote_literal_cstr(qualified),
+					 quote_literal_cstr(((IndexElem *) linitial(stmt->indexParams))->name));
+	run_sql(sql.data);
+	CommandCounterIncrement();
+}
+
+/*
+ * The key table goes with its index (DROP INDEX, DROP TABLE), and is
+ * filled from the table's rows: a key already there is a unique
+ * violation, as CREATE UNIQUE INDEX reports one.
+ */
+static void
+attach_key_table(Relation rel, Oid indexoid)
+{
+	ObjectAddress keytable;
+	ObjectAddress idx;
+
+	ObjectAddressSet(keytable, RelationRelationId,
+					 gunique_citus_keytable_of(indexoid));
+	ObjectAddressSet(idx, RelationRelationId, indexoid);
+	recordDependencyOn(&keytable, &idx, DEPENDENCY_AUTO);
+	CommandCounterIncrement();
+	gunique_citus_fill(rel, indexoid);
+}
+
+/*
+ * Adds the keys of every row of rel (or of a partition being attached) to
+ * its global key's key table, in batches, raising 23505 for a duplicate.
+ */
+void
+gunique_citus_fill(Relation rel, Oid indexoid)
+{
+	List	   *gks = gunique_citus_global_keys(rel);
+	GuniqueGlobalKey *gk = NULL;
+	ListCell   *lc;
+	StringInfoData sql;
+	Portal		portal;
+	SPIPlanPtr	plan;
+
+	foreach(lc, gks)
+		if (((GuniqueGlobalKey *) lfirst(lc))->indexoid == indexoid)
+			gk = lfirst(lc);
+	if (gk == NULL)
+		elog(ERROR, "index %u has no key table", indexoid);
+
+	initStringInfo(&sql);
+	appendStringInfoString(&sql, "SELECT ");
+	for (int i = 0; i < gk->nkeys; i++)
+		appendStringInfo(&sql, "%s, ",
+						 quote_identifier(get_attname(RelationGetRelid(rel),
+													  gk->keyattno[i], false)));
+	appendStringInfo(&sql, "%s FROM %s WHERE",
+					 quote_identifier(get_attname(RelationGetRelid(rel),
+												  gk->distattno, false)),
+					 quote_qualified_identifier(get_namespace_name(RelationGetNamespace(rel)),
+												RelationGetRelationName(rel)));
+	for (int i = 0; i < gk->nkeys; i++)
+		appendStringInfo(&sql, "%s %s IS NOT NULL", i > 0 ? " AND" : "",
+						 quote_identifier(get_attname(RelationGetRelid(rel),
+													  gk->keyattno[i], false)));
+
+	SPI_connect();
+	plan = SPI_prepare(sql.data, 0, NULL);
+	if (plan == NULL)
+		elog(ERROR, "could not read the keys of \"%s\"", RelationGetRelationName(rel));
+	portal = SPI_cursor_open(NULL, plan, NULL, NULL, true);
+	for (;;)
+	{
+		GuniqueKeyBatch *batch = gunique_keybatch_new(gk);
+		Datum		keys[INDEX_MAX_KEYS];
+
+		SPI_cursor_fetch(portal, true, 10000);
+		if (SPI_processed == 0)
+			break;
+		for (uint64 r = 0; r < SPI_processed; r++)
+		{
+			bool		isnull;
+			Datum		dist;
+
+			for (int i = 0; i < gk->nkeys; i++)
+				keys[i] = SPI_getbinval(SPI_tuptable->vals[r],
+										SPI_tuptable->tupdesc, i + 1, &isnull);
+			dist = SPI_getbinval(SPI_tuptable->vals[r], SPI_tuptable->tupdesc,
+								 gk->nkeys + 1, &isnull);
+			gunique_keybatch_add(gk, batch, keys, dist);
+		}
+		gunique_keys_insert(gk, batch);
+	}
+	SPI_cursor_close(portal);
+	SPI_finish();
+}
+
+/*
+ * The name PostgreSQL would give an index without one ("<table>_<columns>_
+ * idx"), chosen here because the key table is made, under that name,
+ * before the index.
+ */
+static char *
+index_name(Relation rel, IndexStmt *stmt)
+{
+	StringInfoData cols;
+	ListCell   *lc;
+
+	initStringInfo(&cols);
+	foreach(lc, stmt->indexParams)
+		appendStringInfo(&cols, "%s%s", cols.len > 0 ? "_" : "",
+						 ((IndexElem *) lfirst(lc))->name);
+	return ChooseRelationName(RelationGetRelationName(rel), cols.data, "idx",
+							  RelationGetNamespace(rel), true);
+}
+
+/*
+ * CREATE UNIQUE INDEX ... USING gunique on a hash-distributed table whose
+ * key leaves out the distribution column: Citus is told the index is
+ * allowed (citus.allow_unsafe_constraints, for this statement only: the
+ * key table is what makes it safe), makes it on every shard, and the key
+ * table is made and filled after.
+ */
+static bool
+create_global_key(CitusUtility *u, IndexStmt *stmt)
+{
+	Oid			relid;
+	Relation	rel;
+	char	   *distcol;
+	int			nest;
+	Oid			indexoid;
+
+	if (stmt->accessMethod == NULL ||
+		strcmp(stmt->accessMethod, GUNIQUE_AM_NAME) != 0 || !stmt->unique)
+		return false;
+	relid = RangeVarGetRelid(stmt->relation, ShareLock, true);
+	if (!OidIsValid(relid) || (distcol = distribution_column(relid)) == NULL)
+		return false;
+
+	rel = table_open(relid, NoLock);
+	check_index_statement(stmt, rel, distcol);
+	if (u->readOnlyTree)
+	{
+		u->pstmt = copyObject(u->pstmt);
+		u->readOnlyTree = false;
+	}
+	stmt = (IndexStmt *) u->pstmt->utilityStmt;
+	if (stmt->idxname == NULL)
+		stmt->idxname = index_name(rel, stmt);
+	make_key_table(rel, stmt, distcol);
+	table_close(rel, NoLock);
+
+	nest = NewGUCNestLevel();
+	(void) set_config_option("citus.allow_unsafe_constraints", "on",
+							 PGC_USERSET, PGC_S_SESSION, GUC_ACTION_SAVE,
+							 true, 0, false);
+	run_next(u);
+	AtEOXact_GUC(true, nest);
+	CommandCounterIncrement();
+
+	rel = table_open(relid, NoLock);
+	indexoid = get_relname_relid(stmt->idxname, RelationGetNamespace(rel));
+	if (!OidIsValid(indexoid))
+		elog(ERROR, "index \"%s\" was not created", stmt->idxname);
+	attach_key_table(rel, indexoid);
+	table_close(rel, NoLock);
+	return true;
+}
+
+/* A partition's global keys: refused, with the statement named. */
+static void
+refuse_partition(Relation rel, const char *what)
+{
+	ereport(ERROR,
+			(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+			 errmsg("%s of partition \"%s\" is not supported", what,
+					RelationGetRelationName(rel)),
+			 errdetail("Its table has a global gunique key, whose key table would keep the keys of the partition's rows."),
+			 errhint("Use DELETE on the partition, or the statement on the whole table.")));
+}
+
+/*
+ * TRUNCATE of tables with global keys truncates their key tables in the
+ * same statement.
+ */
+static bool
+truncate_global_keys(CitusUtility *u, TruncateStmt *stmt)
+{
+	List	   *extra = NIL;
+	ListCell   *lc;
+
+	foreach(lc, stmt->relations)
+	{
+		Oid			relid = RangeVarGetRelid(lfirst(lc), AccessExclusiveLock, true);
+		Relation	rel;
+		List	   *gks;
+		ListCell   *lg;
+
+		if (!OidIsValid(relid))
+			continue;
+		rel = relation_open(relid, NoLock);
+		gks = gunique_citus_global_keys(rel);
+		if (gks != NIL && rel->rd_rel->relispartition)
+			refuse_partition(rel, "TRUNCATE");
+		foreach(lg, gks)
+		{
+			GuniqueGlobalKey *gk = lfirst(lg);
+
+			extra = lappend(extra,
+							makeRangeVar(GUNIQUE_KEYS_SCHEMA,
+										 get_rel_name(gk->keytable), -1));
+		}
+		relation_close(rel, NoLock);
+	}
+	if (extra == NIL)
+		return false;
+	if (u->readOnlyTree)
+	{
+		u->pstmt = copyObject(u->pstmt);
+		u->readOnlyTree = false;
+	}
+	stmt = (TruncateStmt *) u->pstmt->utilityStmt;
+	stmt->relations = list_concat(stmt->relations, extra);
+	run_next(u);
+	return true;
+}
+
+/*
+ * COPY ... FROM into a table with global keys: the rows are copied into a
+ * temporary table with the statement's columns, then inserted with INSERT
+ * ... SELECT, which keeps the key tables as any INSERT does.
+ */
+static bool
+copy_global_keys(CitusUtility *u, CopyStmt *stmt)
+{
+	Oid			relid;
+	Relation	rel;
+	List	   *gks;
+	StringInfoData cols;
+	StringInfoData sql;
+	static int	copies = 0;
+	char	   *staging;
+	uint64		copied;
+	ListCell   *lc;
+
+	if (!stmt->is_from || stmt->relation == NULL)
+		return false;
+	relid = RangeVarGetRelid(stmt->relation, RowExclusiveLock, true);
+	if (!OidIsValid(relid))
+		return false;
+	rel = relation_open(relid, NoLock);
+	gks = gunique_citus_global_keys(rel);
+	if (gks == NIL)
+	{
+		relation_close(rel, NoLock);
+		return false;
+	}
+
+	initStringInfo(&cols);
+	if (stmt->attlist != NIL)
+		foreach(lc, stmt->attlist)
+			appendStringInfo(&cols, "%s%s", cols.len > 0 ? ", " : "",
+							 quote_identifier(strVal(lfirst(lc))));
+	else
+		for (int i = 0; i < RelationGetDescr(rel)->natts; i++)
+		{
+			Form_pg_attribute att = TupleDescAttr(RelationGetDescr(rel), i);
+
+			if (att->attisdropped || att->attgenerated)
+				continue;
+			appendStringInfo(&cols, "%s%s", cols.len > 0 ? ", " : "",
+							 quote_identifier(NameStr(att->attname)));
+		}
+
+	staging = psprintf("gunique_copy_%d_%d", MyProcPid, ++copies);
+	initStringInfo(&sql);
+	appendStringInfo(&sql, "CREATE TEMPORARY TABLE %s AS SELECT %s FROM %s WITH NO DATA",
+					 quote_identifier(staging), cols.data,
+					 quote_qualified_identifier(get_namespace_name(RelationGetNamespace(rel)),
+												RelationGetRelationName(rel)));
+	run_sql(sql.data);
+
+	if (u->readOnlyTree)
+	{
+		u->pstmt = copyObject(u->pstmt);
+		u->readOnlyTree = false;
+	}
+	stmt = (CopyStmt *) u->pstmt->utilityStmt;
+	stmt->relation = makeRangeVar("pg_temp", staging, -1);
+	stmt->attlist = NIL;
+	run_next(u);
+	copied = u->qc ? u->qc->nprocessed : 0;
+
+	resetStringInfo(&sql);
+	appendStringInfo(&sql, "INSERT INTO %s (%s) SELECT %s FROM pg_temp.%s",
+					 quote_qualified_identifier(get_namespace_name(RelationGetNamespace(rel)),
+												RelationGetRelationName(rel)),
+					 cols.data, cols.data, quote_identifier(staging));
+	run_sql(sql.data);
+	resetStringInfo(&sql);
+	appendStringInfo(&sql, "DROP TABLE pg_temp.%s", quote_identifier(staging));
+	run_sql(sql.data);
+	if (u->qc)
+		SetQueryCompletion(u->qc, CMDTAG_COPY, copied);
+	relation_close(rel, NoLock);
+	return true;
+}
+
+/* Whether a key table is named after an index of the schema. */
+static bool
+schema_has_keys(const char *schema)
+{
+	Oid			argtypes[1] = {TEXTOID};
+	Datum		args[1] = {CStringGetTextDatum(psprintf("%s.", schema))};
+	bool		result;
+
+	SPI_connect();
+	result = SPI_execute_with_args("SELECT 1 FROM pg_catalog.pg_class c "
+								   "JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace "
+								   "WHERE n.nspname = '" GUNIQUE_KEYS_SCHEMA "' "
+								   "AND left(c.relname, length($1)) = $1",
+								   1, argtypes, args, NULL, true, 1) == SPI_OK_SELECT &&
+		SPI_processed > 0;
+	SPI_finish();
+	return result;
+}
+
+/*
+ * Renames and moves that would part an index from its key table's name,
+ * and partitions joining or leaving a table with global keys: refused.
+ */
+static void
+refuse_changes(Node *parsetree)
+{
+	if (IsA(parsetree, RenameStmt))
+	{
+		RenameStmt *stmt = (RenameStmt *) parsetree;
+		Oid			relid;
+
+		if ((stmt->renameType == OBJECT_INDEX || stmt->renameType == OBJECT_TABLE) &&
+			stmt->relation != NULL &&
+			OidIsValid(relid = RangeVarGetRelid(stmt->relation, NoLock, true)) &&
+			get_rel_relkind(relid) != RELKIND_RELATION &&
+			get_rel_relkind(relid) != RELKIND_PARTITIONED_TABLE &&
+			OidIsValid(gunique_citus_keytable_of(relid)))
+			ereport(ERROR,
+					(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+					 errmsg("cannot rename index \"%s\"", get_rel_name(relid)),
+					 errdetail("It is a global gunique key, whose key table is named after it."),
+					 errhint("Drop the index and create it again under the new name.")));
+		if (stmt->renameType == OBJECT_SCHEMA && gunique_citus_present())
+		{
+			Oid			nsp = get_namespace_oid(stmt->subname, true);
+
+			if (OidIsValid(nsp) && schema_has_keys(stmt->subname))
+				ereport(ERROR,
+						(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+						 errmsg("cannot rename schema \"%s\"", stmt->subname),
+						 errdetail("It holds global gunique keys, whose key tables are named after the schema.")));
+		}
+	}
+	else if (IsA(parsetree, AlterObjectSchemaStmt))
+	{
+		AlterObjectSchemaStmt *stmt = (AlterObjectSchemaStmt *) parsetree;
+		Oid			relid;
+
+		if (stmt->relation != NULL &&
+			OidIsValid(relid = RangeVarGetRelid(stmt->relation, NoLock, true)) &&
+			(get_rel_relkind(relid) == RELKIND_RELATION ||
+			 get_rel_relkind(relid) == RELKIND_PARTITIONED_TABLE))
+		{
+			Relation	rel = relation_open(relid, AccessShareLock);
+
+			if (gunique_citus_global_keys(rel) != NIL)
+				ereport(ERROR,
+						(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+						 errmsg("cannot move table \"%s\" to another schema",
+								RelationGetRelationName(rel)),
+						 errdetail("It has a global gunique key, whose key table is named after the index's schema.")));
+			relation_close(rel, AccessShareLock);
+		}
+	}
+	else if (IsA(parsetree, AlterTableStmt))
+	{
+		AlterTableStmt *stmt = (AlterTableStmt *) parsetree;
+		ListCell   *lc;
+		Oid			relid;
+		Relation	rel;
+
+		if (stmt->relation == NULL ||
+			!OidIsValid(relid = RangeVarGetRelid(stmt->relation, NoLock, true)) ||
+			get_rel_relkind(relid) != RELKIND_PARTITIONED_TABLE)
+			return;
+		rel = relation_open(relid, AccessShareLock);
+		if (gunique_citus_global_keys(rel) != NIL)
+			foreach(lc, stmt->cmds)
+			{
+				AlterTableCmd *cmd = lfirst(lc);
+
+				if (cmd->subtype == AT_AttachPartition ||
+					cmd->subtype == AT_DetachPartition ||
+					cmd->subtype == AT_DetachPartitionFinalize)
+					ereport(ERROR,
+							(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+							 errmsg("cannot attach or detach a partition of table \"%s\"",
+									RelationGetRelationName(rel)),
+							 errdetail("The table has a global gunique key, whose key table would have to gain or lose the partition's keys."),
+							 errhint("Create new partitions with CREATE TABLE ... PARTITION OF, and move rows with INSERT and DELETE.")));
+			}
+		relation_close(rel, AccessShareLock);
+	}
+}
+
+/*
+ * The utility hook's part: true when it ran the statement (through
+ * "next"), false when the caller should run it as usual.
+ */
+bool
+gunique_citus_utility(PlannedStmt *pstmt, const char *queryString,
+					  bool readOnlyTree, ProcessUtilityContext context,
+					  ParamListInfo params, QueryEnvironment *queryEnv,
+					  DestReceiver *dest, QueryCompletion *qc,
+					  ProcessUtility_hook_type next)
+{
+	Node	   *parsetree = pstmt->utilityStmt;
+	CitusUtility u = {pstmt, queryString, readOnlyTree, context, params,
+	queryEnv, dest, qc, next};
+
+	/*
+	 * Only the statements below; never a catalog read for others (a
+	 * ROLLBACK runs in a transaction that has failed).
+	 */
+	if (!IsA(parsetree, IndexStmt) && !IsA(parsetree, TruncateStmt) &&
+		!IsA(parsetree, CopyStmt) && !IsA(parsetree, RenameStmt) &&
+		!IsA(parsetree, AlterObjectSchemaStmt) &&
+		!IsA(parsetree, AlterTableStmt))
+		return false;
+	if (!citus_propagates())
+		return false;
+	if (IsA(parsetree, IndexStmt))
+		return create_global_key(&u, (IndexStmt *) parsetree);
+	if (!gunique_citus_present())
+		return false;
+	if (IsA(parsetree, TruncateStmt))
+		return truncate_global_keys(&u, (TruncateStmt *) parsetree);
+	if (IsA(parsetree, CopyStmt))
+		return copy_global_keys(&u, (CopyStmt *) parsetree);
+	refuse_changes(parsetree);
+	return false;
+}

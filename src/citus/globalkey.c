@@ -1,0 +1,466 @@
+/*-------------------------------------------------------------------------
+ *
+ * globalkey.c
+ *	  A gunique index's global key on a Citus distributed table: finding its
+ *	  key table, and adding and removing rows' keys there.
+ *
+ * The key table of a gunique index on a distributed table is the
+ * distributed table gunique_keys."<schema>.<index>", distributed by its
+ * first key column: one row per live row of the table whose key has no
+ * NULL, holding the key and the row's distribution value.  Its primary key
+ * is the guarantee; this file only writes it, through SPI, so that Citus
+ * routes each write to the key's shard within the transaction that writes
+ * the row.  Why it is found by name and what keeps it exact: src/citus/README.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "access/htup_details.h"
+#include "access/relation.h"
+#include "catalog/index.h"
+#include "catalog/namespace.h"
+#include "catalog/partition.h"
+#include "catalog/pg_class.h"
+#include "catalog/pg_index.h"
+#include "commands/defrem.h"
+#include "executor/spi.h"
+#include "lib/stringinfo.h"
+#include "utils/array.h"
+#include "utils/builtins.h"
+#include "utils/datum.h"
+#include "utils/hsearch.h"
+#include "utils/lsyscache.h"
+#include "utils/memutils.h"
+#include "utils/rel.h"
+#include "utils/syscache.h"
+
+#include "gunique.h"
+#include "citus/globalkey.h"
+
+/* The statements kept per key table. */
+typedef enum KeyStatement
+{
+	KEYS_INSERT_ONE,
+	KEYS_DELETE_ONE,
+	KEYS_DELETE_MANY,
+	KEYS_OWNER,
+	KEYS_NSTATEMENTS
+} KeyStatement;
+
+typedef struct KeyPlans
+{
+	Oid			keytable;		/* hash key */
+	SPIPlanPtr	plans[KEYS_NSTATEMENTS];
+} KeyPlans;
+
+static HTAB *key_plans = NULL;
+
+/* True when some key table may exist in this database. */
+bool
+gunique_citus_present(void)
+{
+	return OidIsValid(get_namespace_oid(GUNIQUE_KEYS_SCHEMA, true));
+}
+
+/* The key table's name for an index: "<schema>.<index>". */
+char *
+gunique_citus_keytable_name(Oid indexoid)
+{
+	char	   *nsp = get_namespace_name(get_rel_namespace(indexoid));
+	char	   *rel = get_rel_name(indexoid);
+
+	if (nsp == NULL || rel == NULL)
+		return NULL;
+	return psprintf("%s.%s", nsp, rel);
+}
+
+/* The top ancestor of a partition's index, or the index itself. */
+static Oid
+top_index(Oid indexoid)
+{
+	List	   *ancestors;
+
+	if (!get_rel_relispartition(indexoid))
+		return indexoid;
+	ancestors = get_partition_ancestors(indexoid);
+	return ancestors != NIL ? llast_oid(ancestors) : indexoid;
+}
+
+/* The key table of an index's top ancestor, or InvalidOid. */
+Oid
+gunique_citus_keytable_of(Oid indexoid)
+{
+	Oid			nsp = get_namespace_oid(GUNIQUE_KEYS_SCHEMA, true);
+	char	   *name;
+
+	if (!OidIsValid(nsp))
+		return InvalidOid;
+	name = gunique_citus_keytable_name(top_index(indexoid));
+	if (name == NULL || strlen(name) >= NAMEDATALEN)
+		return InvalidOid;
+	return get_relname_relid(name, nsp);
+}
+
+/* The global key of one index, or NULL when it has none. */
+static GuniqueGlobalKey *
+global_key(Relation rel, Oid indexoid, Oid amoid)
+{
+	HeapTuple	tuple;
+	Form_pg_index index;
+	GuniqueGlobalKey *gk;
+	Oid			keytable;
+	char	   *distname;
+
+	tuple = SearchSysCache1(RELOID, ObjectIdGetDatum(indexoid));
+	if (!HeapTupleIsValid(tuple))
+		return NULL;
+	if (((Form_pg_class) GETSTRUCT(tuple))->relam != amoid)
+	{
+		ReleaseSysCache(tuple);
+		return NULL;
+	}
+	ReleaseSysCache(tuple);
+	keytable = gunique_citus_keytable_of(indexoid);
+	if (!OidIsValid(keytable))
+		return NULL;
+
+	tuple = SearchSysCache1(INDEXRELID, ObjectIdGetDatum(indexoid));
+	if (!HeapTupleIsValid(tuple))
+		return NULL;
+	index = (Form_pg_index) GETSTRUCT(tuple);
+	gk = palloc0(sizeof(GuniqueGlobalKey));
+	gk->indexoid = indexoid;
+	gk->topindex = top_index(indexoid);
+	gk->keytable = keytable;
+	gk->nkeys = index->indnkeyatts;
+	for (int i = 0; i < gk->nkeys; i++)
+	{
+		gk->keyattno[i] = index->indkey.values[i];
+		gk->keytype[i] = get_atttype(RelationGetRelid(rel), gk->keyattno[i]);
+	}
+	ReleaseSysCache(tuple);
+
+	/* The key table's last column is named as the distribution column. */
+	distname = get_attname(keytable, gk->nkeys + 1, false);
+	gk->distattno = get_attnum(RelationGetRelid(rel), distname);
+	if (gk->distattno == InvalidAttrNumber)
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("key table \"%s\" of index \"%s\" does not match table \"%s\"",
+						get_rel_name(keytable), get_rel_name(indexoid),
+						RelationGetRelationName(rel)),
+				 errdetail("The table has no column \"%s\", which the key table names as its distribution column.",
+						   distname)));
+	gk->disttype = get_atttype(RelationGetRelid(rel), gk->distattno);
+	return gk;
+}
+
+/*
+ * The global keys of a relation (a distributed table or one of its
+ * partitions): one per gunique index whose top ancestor has a key table.
+ */
+List *
+gunique_citus_global_keys(Relation rel)
+{
+	List	   *result = NIL;
+	Oid			amoid;
+	List	   *indexes;
+	ListCell   *lc;
+
+	if (!gunique_citus_present())
+		return NIL;
+	amoid = get_index_am_oid(GUNIQUE_AM_NAME, true);
+	if (!OidIsValid(amoid))
+		return NIL;
+	indexes = RelationGetIndexList(rel);
+	foreach(lc, indexes)
+	{
+		GuniqueGlobalKey *gk = global_key(rel, lfirst_oid(lc), amoid);
+
+		if (gk != NULL)
+			result = lappend(result, gk);
+	}
+	list_free(indexes);
+	return result;
+}
+
+GuniqueKeyBatch *
+gunique_keybatch_new(GuniqueGlobalKey *gk)
+{
+	GuniqueKeyBatch *batch = palloc0(sizeof(GuniqueKeyBatch));
+
+	batch->maxrows = 16;
+	batch->keys = palloc(sizeof(Datum) * batch->maxrows * gk->nkeys);
+	batch->dist = palloc(sizeof(Datum) * batch->maxrows);
+	return batch;
+}
+
+/* Adds one row's key (no NULL in it) and distribution value, copied. */
+void
+gunique_keybatch_add(GuniqueGlobalKey *gk, GuniqueKeyBatch *batch,
+					 Datum *keys, Datum dist)
+{
+	int16		len;
+	bool		byval;
+
+	if (batch->nrows == batch->maxrows)
+	{
+		batch->maxrows *= 2;
+		batch->keys = repalloc(batch->keys,
+							   sizeof(Datum) * batch->maxrows * gk->nkeys);
+		batch->dist = repalloc(batch->dist, sizeof(Datum) * batch->maxrows);
+	}
+	for (int i = 0; i < gk->nkeys; i++)
+	{
+		get_typlenbyval(gk->keytype[i], &len, &byval);
+		batch->keys[batch->nrows * gk->nkeys + i] = datumCopy(keys[i], byval, len);
+	}
+	get_typlenbyval(gk->disttype, &len, &byval);
+	batch->dist[batch->nrows] = datumCopy(dist, byval, len);
+	batch->nrows++;
+}
+
+/* The SQL text of one statement on a key table. */
+static char *
+statement_text(GuniqueGlobalKey *gk, KeyStatement which)
+{
+	StringInfoData buf;
+	char	   *table = quote_qualified_identifier(GUNIQUE_KEYS_SCHEMA,
+												   get_rel_name(gk->keytable));
+	const char *dist = quote_identifier(get_attname(gk->keytable,
+													gk->nkeys + 1, false));
+
+	initStringInfo(&buf);
+	switch (which)
+	{
+		case KEYS_INSERT_ONE:
+			appendStringInfo(&buf, "INSERT INTO %s VALUES (", table);
+			for (int i = 0; i <= gk->nkeys; i++)
+				appendStringInfo(&buf, "%s$%d", i > 0 ? ", " : "", i + 1);
+			appendStringInfoString(&buf, ") ON CONFLICT DO NOTHING");
+			break;
+		case KEYS_DELETE_MANY:
+			appendStringInfo(&buf, "DELETE FROM %s WHERE %s = ANY ($1)", table,
+							 quote_identifier(get_attname(gk->keytable, 1, false)));
+			break;
+		case KEYS_DELETE_ONE:
+		case KEYS_OWNER:
+			if (which == KEYS_DELETE_ONE)
+				appendStringInfo(&buf, "DELETE FROM %s WHERE ", table);
+			else
+				appendStringInfo(&buf, "SELECT %s FROM %s WHERE ", dist, table);
+			for (int i = 0; i < gk->nkeys; i++)
+				appendStringInfo(&buf, "%s%s = $%d", i > 0 ? " AND " : "",
+								 quote_identifier(get_attname(gk->keytable, i + 1, false)),
+								 i + 1);
+			break;
+		default:
+			elog(ERROR, "unexpected key table statement %d", (int) which);
+	}
+	return buf.data;
+}
+
+/* A statement's argument types: the key's and the distribution column's. */
+static int
+statement_types(GuniqueGlobalKey *gk, KeyStatement which, Oid *types)
+{
+	bool		arrays = (which == KEYS_DELETE_MANY);
+	int			n = (which == KEYS_INSERT_ONE) ?
+		gk->nkeys + 1 : (which == KEYS_DELETE_MANY ? 1 : gk->nkeys);
+
+	for (int i = 0; i < n; i++)
+	{
+		Oid			type = i < gk->nkeys ? gk->keytype[i] : gk->disttype;
+
+		types[i] = arrays ? get_array_type(type) : type;
+		if (!OidIsValid(types[i]))
+			ereport(ERROR,
+					(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+					 errmsg("type %s has no array type", format_type_be(type))));
+	}
+	return n;
+}
+
+/*
+ * One statement on a key table, prepared once per backend and kept: the
+ * plan cache revalidates it when the key table changes.  Run by the
+ * caller between SPI_connect and SPI_finish.
+ */
+static SPIPlanPtr
+key_statement(GuniqueGlobalKey *gk, KeyStatement which)
+{
+	KeyPlans   *entry;
+	bool		found;
+
+	if (key_plans == NULL)
+	{
+		HASHCTL		ctl;
+
+		ctl.keysize = sizeof(Oid);
+		ctl.entrysize = sizeof(KeyPlans);
+		key_plans = hash_create("gunique key table statements", 16, &ctl,
+								HASH_ELEM | HASH_BLOBS);
+	}
+	entry = hash_search(key_plans, &gk->keytable, HASH_ENTER, &found);
+	if (!found)
+		memset(entry->plans, 0, sizeof(entry->plans));
+	if (entry->plans[which] == NULL)
+	{
+		Oid			types[INDEX_MAX_KEYS + 1];
+		int			n = statement_types(gk, which, types);
+		SPIPlanPtr	plan = SPI_prepare(statement_text(gk, which), n, types);
+
+		if (plan == NULL)
+			elog(ERROR, "SPI_prepare failed for a key table statement: %s",
+				 SPI_result_code_string(SPI_result));
+		SPI_keepplan(plan);
+		entry->plans[which] = plan;
+	}
+	return entry->plans[which];
+}
+
+/* Rows i of the batch as the arguments of a one-row statement. */
+static void
+row_arguments(GuniqueGlobalKey *gk, GuniqueKeyBatch *batch, int i,
+			  bool with_dist, Datum *args)
+{
+	for (int k = 0; k < gk->nkeys; k++)
+		args[k] = batch->keys[i * gk->nkeys + k];
+	if (with_dist)
+		args[gk->nkeys] = batch->dist[i];
+}
+
+/* Column k of the batch (the distribution value for k == nkeys), as an array. */
+static Datum
+column_array(GuniqueGlobalKey *gk, GuniqueKeyBatch *batch, int k)
+{
+	Oid			type = k < gk->nkeys ? gk->keytype[k] : gk->disttype;
+	Datum	   *values = palloc(sizeof(Datum) * batch->nrows);
+	int16		len;
+	bool		byval;
+	char		align;
+
+	for (int i = 0; i < batch->nrows; i++)
+		values[i] = k < gk->nkeys ? batch->keys[i * gk->nkeys + k] : batch->dist[i];
+	get_typlenbyvalalign(type, &len, &byval, &align);
+	return PointerGetDatum(construct_array(values, batch->nrows, type,
+										   len, byval, align));
+}
+
+/* "(a, b)=(1, 2)" for a key, or "(d)=(3)" for a distribution value. */
+static char *
+describe(GuniqueGlobalKey *gk, int first, int n, Datum *values)
+{
+	StringInfoData buf;
+
+	initStringInfo(&buf);
+	appendStringInfoChar(&buf, '(');
+	for (int i = 0; i < n; i++)
+		appendStringInfo(&buf, "%s%s", i > 0 ? ", " : "",
+						 quote_identifier(get_attname(gk->keytable, first + i + 1, false)));
+	appendStringInfoString(&buf, ")=(");
+	for (int i = 0; i < n; i++)
+	{
+		Oid			type = first + i < gk->nkeys ? gk->keytype[first + i] : gk->disttype;
+		Oid			out;
+		bool		varlena;
+
+		getTypeOutputInfo(type, &out, &varlena);
+		appendStringInfo(&buf, "%s%s", i > 0 ? ", " : "",
+						 OidOutputFunctionCall(out, values[i]));
+	}
+	appendStringInfoChar(&buf, ')');
+	return buf.data;
+}
+
+/*
+ * A key already in the key table: 23505 naming the index, with the other
+ * row's distribution value where the key table still has it.
+ */
+static void
+report_duplicate(GuniqueGlobalKey *gk, Datum *keys)
+{
+	char	   *key = describe(gk, 0, gk->nkeys, keys);
+	char	   *owner = NULL;
+	Relation	rel = relation_open(IndexGetRelation(gk->topindex, false),
+									NoLock);
+
+	if (SPI_execute_plan(key_statement(gk, KEYS_OWNER), keys, NULL, true, 1) ==
+		SPI_OK_SELECT && SPI_processed == 1)
+	{
+		bool		isnull;
+		Datum		d = SPI_getbinval(SPI_tuptable->vals[0],
+									  SPI_tuptable->tupdesc, 1, &isnull);
+
+		if (!isnull)
+			owner = describe(gk, gk->nkeys, 1, &d);
+	}
+	ereport(ERROR,
+			(errcode(ERRCODE_UNIQUE_VIOLATION),
+			 errmsg("duplicate key value violates unique constraint \"%s\"",
+					get_rel_name(gk->topindex)),
+			 owner ? errdetail("Key %s already exists in the row with %s.", key, owner) :
+			 errdetail("Key %s already exists.", key),
+			 errtableconstraint(rel, get_rel_name(gk->topindex))));
+}
+
+/*
+ * Adds the batch's keys to the key table, in this transaction, or raises
+ * 23505 for the first key that is there already (or twice in the batch).
+ * ON CONFLICT DO NOTHING, not a plain INSERT: a key another transaction is
+ * inserting or deleting is waited for, as btree waits, and a conflict is
+ * known without a subtransaction on every node.  One row per statement:
+ * Citus counts the rows an INSERT ... SELECT tried, not those it added.
+ */
+void
+gunique_keys_insert(GuniqueGlobalKey *gk, GuniqueKeyBatch *batch)
+{
+	Datum		args[INDEX_MAX_KEYS + 1];
+
+	if (batch->nrows == 0)
+		return;
+	SPI_connect();
+	for (int i = 0; i < batch->nrows; i++)
+	{
+		row_arguments(gk, batch, i, true, args);
+		if (SPI_execute_plan(key_statement(gk, KEYS_INSERT_ONE), args, NULL,
+							 false, 0) != SPI_OK_INSERT)
+			elog(ERROR, "inserting into key table \"%s\" failed",
+				 get_rel_name(gk->keytable));
+		if (SPI_processed != 1)
+			report_duplicate(gk, args);
+	}
+	SPI_finish();
+}
+
+/* Removes the batch's keys from the key table, in this transaction. */
+void
+gunique_keys_delete(GuniqueGlobalKey *gk, GuniqueKeyBatch *batch)
+{
+	Datum		args[INDEX_MAX_KEYS + 1];
+
+	if (batch->nrows == 0)
+		return;
+	SPI_connect();
+	if (batch->nrows > 1 && gk->nkeys == 1)
+	{
+		args[0] = column_array(gk, batch, 0);
+		if (SPI_execute_plan(key_statement(gk, KEYS_DELETE_MANY), args, NULL,
+							 false, 0) != SPI_OK_DELETE)
+			elog(ERROR, "deleting from key table \"%s\" failed",
+				 get_rel_name(gk->keytable));
+	}
+	else
+	{
+		for (int i = 0; i < batch->nrows; i++)
+		{
+			row_arguments(gk, batch, i, false, args);
+			if (SPI_execute_plan(key_statement(gk, KEYS_DELETE_ONE), args, NULL,
+								 false, 0) != SPI_OK_DELETE)
+				elog(ERROR, "deleting from key table \"%s\" failed",
+					 get_rel_name(gk->keytable));
+		}
+	}
+	SPI_finish();
+}

@@ -19,7 +19,6 @@
 #include "catalog/dependency.h"
 #include "catalog/namespace.h"
 #include "catalog/pg_class.h"
-#include "catalog/pg_opclass.h"
 #include "commands/defrem.h"
 #include "commands/extension.h"
 #include "executor/spi.h"
@@ -33,31 +32,11 @@
 #include "utils/memutils.h"
 #include "utils/ruleutils.h"
 #include "utils/rel.h"
-#include "utils/syscache.h"
 
 #include "gunique.h"
 #include "citus/citusddl.h"
 #include "citus/globalkey.h"
-
-typedef struct CitusUtility
-{
-	PlannedStmt *pstmt;
-	const char *queryString;
-	bool		readOnlyTree;
-	ProcessUtilityContext context;
-	ParamListInfo params;
-	QueryEnvironment *queryEnv;
-	DestReceiver *dest;
-	QueryCompletion *qc;
-	ProcessUtility_hook_type next;
-} CitusUtility;
-
-static void
-run_next(CitusUtility *u)
-{
-	u->next(u->pstmt, u->queryString, u->readOnlyTree, u->context, u->params,
-			u->queryEnv, u->dest, u->qc);
-}
+#include "ddl/ddl.h"
 
 /* Whether Citus is installed here and propagates this session's DDL. */
 static bool
@@ -170,6 +149,8 @@ append_column(StringInfo buf, Relation rel, AttrNumber attno)
 						 generate_collation_name(att->attcollation));
 }
 
+static void fill_key_table(Relation rel, Oid indexoid);
+
 /*
  * Makes the key table of a global key about to be created, named after
  * the index, and distributes it by its first key column: before the index,
@@ -235,15 +216,15 @@ attach_key_table(Relation rel, Oid indexoid)
 	ObjectAddressSet(idx, RelationRelationId, indexoid);
 	recordDependencyOn(&keytable, &idx, DEPENDENCY_AUTO);
 	CommandCounterIncrement();
-	gunique_citus_fill(rel, indexoid);
+	fill_key_table(rel, indexoid);
 }
 
 /*
- * Adds the keys of every row of rel (or of a partition being attached) to
- * its global key's key table, in batches, raising 23505 for a duplicate.
+ * Adds the keys of every row of rel to its global key's key table, in
+ * batches, raising 23505 for a duplicate.
  */
-void
-gunique_citus_fill(Relation rel, Oid indexoid)
+static void
+fill_key_table(Relation rel, Oid indexoid)
 {
 	List	   *gks = gunique_citus_global_keys(rel);
 	GuniqueGlobalKey *gk = NULL;
@@ -332,7 +313,7 @@ index_name(Relation rel, IndexStmt *stmt)
  * table is made and filled after.
  */
 static bool
-create_global_key(CitusUtility *u, IndexStmt *stmt)
+create_global_key(GuniqueUtilityCall *u, IndexStmt *stmt)
 {
 	Oid			relid;
 	Relation	rel;
@@ -349,12 +330,7 @@ create_global_key(CitusUtility *u, IndexStmt *stmt)
 
 	rel = table_open(relid, NoLock);
 	check_index_statement(stmt, rel, distcol);
-	if (u->readOnlyTree)
-	{
-		u->pstmt = copyObject(u->pstmt);
-		u->readOnlyTree = false;
-	}
-	stmt = (IndexStmt *) u->pstmt->utilityStmt;
+	stmt = (IndexStmt *) gunique_utility_writable(u);
 	if (stmt->idxname == NULL)
 		stmt->idxname = index_name(rel, stmt);
 	make_key_table(rel, stmt, distcol);
@@ -364,7 +340,7 @@ create_global_key(CitusUtility *u, IndexStmt *stmt)
 	(void) set_config_option("citus.allow_unsafe_constraints", "on",
 							 PGC_USERSET, PGC_S_SESSION, GUC_ACTION_SAVE,
 							 true, 0, false);
-	run_next(u);
+	gunique_utility_run(u);
 	AtEOXact_GUC(true, nest);
 	CommandCounterIncrement();
 
@@ -394,7 +370,7 @@ refuse_partition(Relation rel, const char *what)
  * same statement.
  */
 static bool
-truncate_global_keys(CitusUtility *u, TruncateStmt *stmt)
+truncate_global_keys(GuniqueUtilityCall *u, TruncateStmt *stmt)
 {
 	List	   *extra = NIL;
 	ListCell   *lc;
@@ -424,14 +400,9 @@ truncate_global_keys(CitusUtility *u, TruncateStmt *stmt)
 	}
 	if (extra == NIL)
 		return false;
-	if (u->readOnlyTree)
-	{
-		u->pstmt = copyObject(u->pstmt);
-		u->readOnlyTree = false;
-	}
-	stmt = (TruncateStmt *) u->pstmt->utilityStmt;
+	stmt = (TruncateStmt *) gunique_utility_writable(u);
 	stmt->relations = list_concat(stmt->relations, extra);
-	run_next(u);
+	gunique_utility_run(u);
 	return true;
 }
 
@@ -441,7 +412,7 @@ truncate_global_keys(CitusUtility *u, TruncateStmt *stmt)
  * ... SELECT, which keeps the key tables as any INSERT does.
  */
 static bool
-copy_global_keys(CitusUtility *u, CopyStmt *stmt)
+copy_global_keys(GuniqueUtilityCall *u, CopyStmt *stmt)
 {
 	Oid			relid;
 	Relation	rel;
@@ -490,15 +461,10 @@ copy_global_keys(CitusUtility *u, CopyStmt *stmt)
 												RelationGetRelationName(rel)));
 	run_sql(sql.data);
 
-	if (u->readOnlyTree)
-	{
-		u->pstmt = copyObject(u->pstmt);
-		u->readOnlyTree = false;
-	}
-	stmt = (CopyStmt *) u->pstmt->utilityStmt;
+	stmt = (CopyStmt *) gunique_utility_writable(u);
 	stmt->relation = makeRangeVar("pg_temp", staging, -1);
 	stmt->attlist = NIL;
-	run_next(u);
+	gunique_utility_run(u);
 	copied = u->qc ? u->qc->nprocessed : 0;
 
 	resetStringInfo(&sql);
@@ -633,7 +599,7 @@ gunique_citus_utility(PlannedStmt *pstmt, const char *queryString,
 					  ProcessUtility_hook_type next)
 {
 	Node	   *parsetree = pstmt->utilityStmt;
-	CitusUtility u = {pstmt, queryString, readOnlyTree, context, params,
+	GuniqueUtilityCall u = {pstmt, queryString, readOnlyTree, context, params,
 	queryEnv, dest, qc, next};
 
 	/*
@@ -645,12 +611,12 @@ gunique_citus_utility(PlannedStmt *pstmt, const char *queryString,
 		!IsA(parsetree, AlterObjectSchemaStmt) &&
 		!IsA(parsetree, AlterTableStmt))
 		return false;
+	if (!IsA(parsetree, IndexStmt) && !gunique_citus_present())
+		return false;
 	if (!citus_propagates())
 		return false;
 	if (IsA(parsetree, IndexStmt))
 		return create_global_key(&u, (IndexStmt *) parsetree);
-	if (!gunique_citus_present())
-		return false;
 	if (IsA(parsetree, TruncateStmt))
 		return truncate_global_keys(&u, (TruncateStmt *) parsetree);
 	if (IsA(parsetree, CopyStmt))

@@ -12,7 +12,6 @@
 #define GUNIQUE_CITUS_CITUSDDL_H
 
 #include "tcop/utility.h"
-#include "utils/relcache.h"
 
 extern bool gunique_citus_utility(PlannedStmt *pstmt, const char *queryString,
 								  bool readOnlyTree,
@@ -21,6 +20,5 @@ extern bool gunique_citus_utility(PlannedStmt *pstmt, const char *queryString,
 								  QueryEnvironment *queryEnv,
 								  DestReceiver *dest, QueryCompletion *qc,
 								  ProcessUtility_hook_type next);
-extern void gunique_citus_fill(Relation rel, Oid indexoid);
 
 #endif							/* GUNIQUE_CITUS_CITUSDDL_H */

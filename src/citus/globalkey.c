@@ -36,6 +36,8 @@
 #include "utils/syscache.h"
 
 #include "gunique.h"
+#include "am/scope.h"
+#include "am/tree.h"
 #include "citus/globalkey.h"
 
 /* The statements kept per key table. */
@@ -75,53 +77,54 @@ gunique_citus_keytable_name(Oid indexoid)
 	return psprintf("%s.%s", nsp, rel);
 }
 
-/* The top ancestor of a partition's index, or the index itself. */
+/*
+ * The top of an index's tree: a partition's index asks pg_inherits, any
+ * other index is its own top (without the catalog scan, on the planner's
+ * path).
+ */
 static Oid
 top_index(Oid indexoid)
 {
-	List	   *ancestors;
-
-	if (!get_rel_relispartition(indexoid))
-		return indexoid;
-	ancestors = get_partition_ancestors(indexoid);
-	return ancestors != NIL ? llast_oid(ancestors) : indexoid;
+	return get_rel_relispartition(indexoid) ? gunique_tree_top(indexoid) : indexoid;
 }
 
-/* The key table of an index's top ancestor, or InvalidOid. */
-Oid
-gunique_citus_keytable_of(Oid indexoid)
+/* The key table named after a top index, or InvalidOid. */
+static Oid
+keytable_of_top(Oid topindex)
 {
 	Oid			nsp = get_namespace_oid(GUNIQUE_KEYS_SCHEMA, true);
 	char	   *name;
 
 	if (!OidIsValid(nsp))
 		return InvalidOid;
-	name = gunique_citus_keytable_name(top_index(indexoid));
+	name = gunique_citus_keytable_name(topindex);
 	if (name == NULL || strlen(name) >= NAMEDATALEN)
 		return InvalidOid;
 	return get_relname_relid(name, nsp);
 }
 
+/* The key table of an index's top ancestor, or InvalidOid. */
+Oid
+gunique_citus_keytable_of(Oid indexoid)
+{
+	return keytable_of_top(top_index(indexoid));
+}
+
 /* The global key of one index, or NULL when it has none. */
 static GuniqueGlobalKey *
-global_key(Relation rel, Oid indexoid, Oid amoid)
+global_key(Relation rel, Oid indexoid)
 {
 	HeapTuple	tuple;
 	Form_pg_index index;
 	GuniqueGlobalKey *gk;
+	Oid			topindex;
 	Oid			keytable;
 	char	   *distname;
 
-	tuple = SearchSysCache1(RELOID, ObjectIdGetDatum(indexoid));
-	if (!HeapTupleIsValid(tuple))
+	if (!gunique_is_gunique_index(indexoid))
 		return NULL;
-	if (((Form_pg_class) GETSTRUCT(tuple))->relam != amoid)
-	{
-		ReleaseSysCache(tuple);
-		return NULL;
-	}
-	ReleaseSysCache(tuple);
-	keytable = gunique_citus_keytable_of(indexoid);
+	topindex = top_index(indexoid);
+	keytable = keytable_of_top(topindex);
 	if (!OidIsValid(keytable))
 		return NULL;
 
@@ -131,7 +134,7 @@ global_key(Relation rel, Oid indexoid, Oid amoid)
 	index = (Form_pg_index) GETSTRUCT(tuple);
 	gk = palloc0(sizeof(GuniqueGlobalKey));
 	gk->indexoid = indexoid;
-	gk->topindex = top_index(indexoid);
+	gk->topindex = topindex;
 	gk->keytable = keytable;
 	gk->nkeys = index->indnkeyatts;
 	for (int i = 0; i < gk->nkeys; i++)
@@ -164,19 +167,15 @@ List *
 gunique_citus_global_keys(Relation rel)
 {
 	List	   *result = NIL;
-	Oid			amoid;
 	List	   *indexes;
 	ListCell   *lc;
 
 	if (!gunique_citus_present())
 		return NIL;
-	amoid = get_index_am_oid(GUNIQUE_AM_NAME, true);
-	if (!OidIsValid(amoid))
-		return NIL;
 	indexes = RelationGetIndexList(rel);
 	foreach(lc, indexes)
 	{
-		GuniqueGlobalKey *gk = global_key(rel, lfirst_oid(lc), amoid);
+		GuniqueGlobalKey *gk = global_key(rel, lfirst_oid(lc));
 
 		if (gk != NULL)
 			result = lappend(result, gk);

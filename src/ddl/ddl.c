@@ -95,21 +95,6 @@
 
 PG_FUNCTION_INFO_V1(gunique_ddl_guard);
 
-/* The arguments of one ProcessUtility call. */
-typedef struct UtilityCall
-{
-	PlannedStmt *pstmt;
-	const char *queryString;
-	bool		readOnlyTree;
-	ProcessUtilityContext context;
-	ParamListInfo params;
-	QueryEnvironment *queryEnv;
-	DestReceiver *dest;
-	QueryCompletion *qc;
-	ProcessUtility_hook_type next;	/* runs the statement: the previous
-									 * hook or standard_ProcessUtility */
-} UtilityCall;
-
 /*
  * A gunique tree that the running ALTER TABLE drops and creates again (see
  * alter_columns).  PostgreSQL gives the new top the old top's name.
@@ -163,8 +148,9 @@ gunique_ddl_nonunique_build_allowed(void)
 	return nonunique_build_allowed;
 }
 
-static void
-call_standard_hooks(UtilityCall *call)
+/* Runs the statement through "next", once. */
+void
+gunique_utility_run(GuniqueUtilityCall *call)
 {
 	call->next(call->pstmt, call->queryString, call->readOnlyTree,
 			   call->context, call->params, call->queryEnv, call->dest,
@@ -181,13 +167,13 @@ call_standard_hooks(UtilityCall *call)
  * indexes out of the way when a btree index can serve instead.)
  */
 static void
-call_standard_fk_error(UtilityCall *call)
+call_standard_fk_error(GuniqueUtilityCall *call)
 {
 	MemoryContext oldcxt = CurrentMemoryContext;
 
 	PG_TRY();
 	{
-		call_standard_hooks(call);
+		gunique_utility_run(call);
 	}
 	PG_CATCH();
 	{
@@ -211,17 +197,17 @@ call_standard_fk_error(UtilityCall *call)
 #endif
 
 static void
-run_standard(UtilityCall *call)
+run_standard(GuniqueUtilityCall *call)
 {
 #ifdef GUNIQUE_NO_FOREIGN_KEYS
 	call_standard_fk_error(call);
 #else
-	call_standard_hooks(call);
+	gunique_utility_run(call);
 #endif
 }
 
 static void
-call_standard(UtilityCall *call, bool allow_nonunique)
+call_standard(GuniqueUtilityCall *call, bool allow_nonunique)
 {
 	bool		saved = nonunique_build_allowed;
 
@@ -238,8 +224,8 @@ call_standard(UtilityCall *call, bool allow_nonunique)
 }
 
 /* The statement tree, copied first if the caller's copy is read-only. */
-static Node *
-writable_statement(UtilityCall *call)
+Node *
+gunique_utility_writable(GuniqueUtilityCall *call)
 {
 	if (call->readOnlyTree)
 	{
@@ -398,7 +384,7 @@ finish_tree(Oid topindex, Oid attached, Oid only_attached)
  * PostgreSQL builds a temporary table's index.
  */
 static bool
-prepare_concurrent(UtilityCall *call, IndexStmt *stmt, Oid tableoid)
+prepare_concurrent(GuniqueUtilityCall *call, IndexStmt *stmt, Oid tableoid)
 {
 	if (!stmt->concurrent)
 		return false;
@@ -421,7 +407,7 @@ prepare_concurrent(UtilityCall *call, IndexStmt *stmt, Oid tableoid)
 }
 
 static void
-create_index(UtilityCall *call)
+create_index(GuniqueUtilityCall *call)
 {
 	IndexStmt  *stmt = (IndexStmt *) call->pstmt->utilityStmt;
 	LOCKMODE	lockmode = stmt->concurrent ? ShareUpdateExclusiveLock : ShareLock;
@@ -441,7 +427,7 @@ create_index(UtilityCall *call)
 	if (stmt->relation->inh)
 		gunique_refuse_foreign_partitions(tableoid, NoLock);
 
-	stmt = (IndexStmt *) writable_statement(call);
+	stmt = (IndexStmt *) gunique_utility_writable(call);
 	concurrent = prepare_concurrent(call, stmt, tableoid);
 	stmt->unique = false;
 	call_standard(call, true);
@@ -519,7 +505,7 @@ reindex_options_ok(ReindexStmt *stmt)
  * *table is set to the table.
  */
 static Oid
-reindex_partitioned_target(UtilityCall *call, Oid *table)
+reindex_partitioned_target(GuniqueUtilityCall *call, Oid *table)
 {
 	ReindexStmt *stmt = (ReindexStmt *) call->pstmt->utilityStmt;
 	Oid			relid = InvalidOid;
@@ -611,7 +597,7 @@ reindex_lock_tree(ReindexStmt *stmt, bool concurrent, Oid target, Oid table)
  * the tree and marks it valid.
  */
 static void
-reindex(UtilityCall *call)
+reindex(GuniqueUtilityCall *call)
 {
 	ReindexStmt *stmt = (ReindexStmt *) call->pstmt->utilityStmt;
 	MemoryContext oldcxt = CurrentMemoryContext;
@@ -669,7 +655,7 @@ gunique_tops_of_table(Oid tableoid)
  * applies the partition-key rule nor refuses to adopt matching indexes.
  */
 static void
-run_with_trees_nonunique(UtilityCall *call, Oid parent, Oid child)
+run_with_trees_nonunique(GuniqueUtilityCall *call, Oid parent, Oid child)
 {
 	List	   *tops = gunique_tops_of_table(parent);
 	List	   *childtops = OidIsValid(child) ? gunique_table_indexes(child) : NIL;
@@ -691,7 +677,7 @@ run_with_trees_nonunique(UtilityCall *call, Oid parent, Oid child)
 }
 
 static void
-create_partition(UtilityCall *call)
+create_partition(GuniqueUtilityCall *call)
 {
 	CreateStmt *stmt = (CreateStmt *) call->pstmt->utilityStmt;
 	Oid			parent;
@@ -731,7 +717,7 @@ attach_partition_cmd(AlterTableStmt *stmt)
 
 /* ALTER TABLE parent ATTACH PARTITION child */
 static void
-attach_table(UtilityCall *call, AlterTableStmt *stmt, PartitionCmd *cmd)
+attach_table(GuniqueUtilityCall *call, AlterTableStmt *stmt, PartitionCmd *cmd)
 {
 	Oid			parent = partitioned_table_oid(stmt->relation,
 											   ShareUpdateExclusiveLock);
@@ -923,7 +909,7 @@ lock_completed_tree(AlterTableStmt *stmt, PartitionCmd *cmd)
 
 /* ALTER INDEX parent ATTACH PARTITION child */
 static void
-attach_index(UtilityCall *call, AlterTableStmt *stmt, PartitionCmd *cmd)
+attach_index(GuniqueUtilityCall *call, AlterTableStmt *stmt, PartitionCmd *cmd)
 {
 	Oid			parent;
 	Oid			top;
@@ -954,7 +940,7 @@ attach_index(UtilityCall *call, AlterTableStmt *stmt, PartitionCmd *cmd)
  * a btree index on the referenced columns (fkey.c).
  */
 static void
-alter_table_fkeys(UtilityCall *call, AlterTableStmt *stmt,
+alter_table_fkeys(GuniqueUtilityCall *call, AlterTableStmt *stmt,
 				  bool allow_nonunique)
 {
 	List	   *hidden = gunique_fkey_hide(stmt);
@@ -1103,7 +1089,7 @@ rebuilt_index_created(Oid relid)
  * gunique top and fail, with fkey.c's error: README.md says so).
  */
 static void
-alter_columns(UtilityCall *call, AlterTableStmt *stmt)
+alter_columns(GuniqueUtilityCall *call, AlterTableStmt *stmt)
 {
 	List	   *columns = altered_columns(stmt);
 	List	   *saved = rebuilt_trees;
@@ -1168,7 +1154,7 @@ alter_columns(UtilityCall *call, AlterTableStmt *stmt)
 }
 
 static void
-alter_table(UtilityCall *call)
+alter_table(GuniqueUtilityCall *call)
 {
 	AlterTableStmt *stmt = (AlterTableStmt *) call->pstmt->utilityStmt;
 	PartitionCmd *cmd = attach_partition_cmd(stmt);
@@ -1194,7 +1180,7 @@ gunique_ddl_utility(PlannedStmt *pstmt, const char *queryString,
 					ProcessUtility_hook_type next)
 {
 	Node	   *parsetree = pstmt->utilityStmt;
-	UtilityCall call = {pstmt, queryString, readOnlyTree, context, params,
+	GuniqueUtilityCall call = {pstmt, queryString, readOnlyTree, context, params,
 	queryEnv, dest, qc, next};
 
 	if (IsA(parsetree, IndexStmt) &&

@@ -14,6 +14,28 @@
 #include "tcop/utility.h"
 #include "utils/rel.h"
 
+/*
+ * The arguments of one ProcessUtility call, for the parts of the utility
+ * hook that run the statement in the middle of their own work (ddl.c,
+ * citus/citusddl.c).
+ */
+typedef struct GuniqueUtilityCall
+{
+	PlannedStmt *pstmt;
+	const char *queryString;
+	bool		readOnlyTree;
+	ProcessUtilityContext context;
+	ParamListInfo params;
+	QueryEnvironment *queryEnv;
+	DestReceiver *dest;
+	QueryCompletion *qc;
+	ProcessUtility_hook_type next;	/* runs the statement: the previous
+									 * hook or standard_ProcessUtility */
+} GuniqueUtilityCall;
+
+extern void gunique_utility_run(GuniqueUtilityCall *call);
+extern Node *gunique_utility_writable(GuniqueUtilityCall *call);
+
 extern void gunique_ddl_utility(PlannedStmt *pstmt, const char *queryString,
 								bool readOnlyTree,
 								ProcessUtilityContext context,

@@ -166,7 +166,9 @@ gunique_ProcessUtility(PlannedStmt *pstmt, const char *queryString,
 }
 
 /*
- * Object access: the previous hook, then DDL's part (the summary and
+ * Object access: the previous hook, then the refusal to drop a global
+ * key's index by a way that leaves its key table (citus/citusddl.c), then
+ * DDL's part (the summary and
  * filter of a dropped index or database, the builder's queue of a
  * database, the new top of a tree an ALTER TABLE rebuilds).
  */
@@ -176,6 +178,7 @@ gunique_object_access(ObjectAccessType access, Oid classId, Oid objectId,
 {
 	if (prev_object_access)
 		prev_object_access(access, classId, objectId, subId, arg);
+	gunique_citus_object_access(access, classId, objectId, subId);
 	gunique_ddl_object_access(access, classId, objectId, subId, arg);
 }
 

@@ -16,9 +16,8 @@
 
 #include "access/relation.h"
 #include "access/table.h"
-#include "catalog/dependency.h"
-#include "catalog/namespace.h"
 #include "catalog/pg_class.h"
+#include "catalog/namespace.h"
 #include "commands/defrem.h"
 #include "commands/extension.h"
 #include "executor/spi.h"
@@ -33,6 +32,7 @@
 #include "utils/ruleutils.h"
 #include "utils/rel.h"
 
+#include "compat.h"
 #include "gunique.h"
 #include "citus/citusddl.h"
 #include "citus/globalkey.h"
@@ -175,7 +175,8 @@ make_key_table(Relation rel, IndexStmt *stmt, const char *distcol)
 				 errhint("Give the index a shorter name.")));
 	qualified = quote_qualified_identifier(GUNIQUE_KEYS_SCHEMA, name);
 
-	run_sql("CREATE SCHEMA IF NOT EXISTS " GUNIQUE_KEYS_SCHEMA);
+	if (!gunique_citus_present())
+		run_sql("CREATE SCHEMA " GUNIQUE_KEYS_SCHEMA);
 	initStringInfo(&sql);
 	appendStringInfo(&sql, "CREATE TABLE %s (", qualified);
 	foreach(lc, stmt->indexParams)
@@ -193,30 +194,11 @@ make_key_table(Relation rel, IndexStmt *stmt, const char *distcol)
 	run_sql(sql.data);
 
 	resetStringInfo(&sql);
-	appendStringInfo(&sql, "SELECT pg_catalog.create_distributed_table(%s, %s)",
+	appendStringInfo(&sql, "SELECT pg_catalog.create_distributed_table(%s, %s, colocate_with => 'none')",
 					 quote_literal_cstr(qualified),
 					 quote_literal_cstr(((IndexElem *) linitial(stmt->indexParams))->name));
 	run_sql(sql.data);
 	CommandCounterIncrement();
-}
-
-/*
- * The key table goes with its index (DROP INDEX, DROP TABLE), and is
- * filled from the table's rows: a key already there is a unique
- * violation, as CREATE UNIQUE INDEX reports one.
- */
-static void
-attach_key_table(Relation rel, Oid indexoid)
-{
-	ObjectAddress keytable;
-	ObjectAddress idx;
-
-	ObjectAddressSet(keytable, RelationRelationId,
-					 gunique_citus_keytable_of(indexoid));
-	ObjectAddressSet(idx, RelationRelationId, indexoid);
-	recordDependencyOn(&keytable, &idx, DEPENDENCY_AUTO);
-	CommandCounterIncrement();
-	fill_key_table(rel, indexoid);
 }
 
 /*
@@ -348,7 +330,7 @@ create_global_key(GuniqueUtilityCall *u, IndexStmt *stmt)
 	indexoid = get_relname_relid(stmt->idxname, RelationGetNamespace(rel));
 	if (!OidIsValid(indexoid))
 		elog(ERROR, "index \"%s\" was not created", stmt->idxname);
-	attach_key_table(rel, indexoid);
+	fill_key_table(rel, indexoid);
 	table_close(rel, NoLock);
 	return true;
 }
@@ -501,90 +483,243 @@ schema_has_keys(const char *schema)
 	return result;
 }
 
+/* Drops a key table through Citus, which drops its shards too. */
+static void
+drop_key_table(Oid keytable)
+{
+	run_sql(psprintf("DROP TABLE %s",
+					 quote_qualified_identifier(GUNIQUE_KEYS_SCHEMA,
+												get_rel_name(keytable))));
+}
+
+/* Whether column "name" of relid is one of gk's key columns. */
+static bool
+is_key_column(GuniqueGlobalKey *gk, Oid relid, const char *name)
+{
+	for (int i = 0; i < gk->nkeys; i++)
+		if (strcmp(get_attname(relid, gk->keyattno[i], false), name) == 0)
+			return true;
+	return false;
+}
+
 /*
- * Renames and moves that would part an index from its key table's name,
- * and partitions joining or leaving a table with global keys: refused.
+ * The global keys of a table named by a statement, opened with "lockmode"
+ * into *rel (NULL when it is not a table or has none).
+ */
+static List *
+statement_keys(RangeVar *rv, LOCKMODE lockmode, Relation *rel)
+{
+	Oid			relid = rv ? RangeVarGetRelid(rv, NoLock, true) : InvalidOid;
+	List	   *gks;
+
+	*rel = NULL;
+	if (!OidIsValid(relid) ||
+		(get_rel_relkind(relid) != RELKIND_RELATION &&
+		 get_rel_relkind(relid) != RELKIND_PARTITIONED_TABLE))
+		return NIL;
+	*rel = relation_open(relid, lockmode);
+	gks = gunique_citus_global_keys(*rel);
+	if (gks == NIL)
+	{
+		relation_close(*rel, lockmode);
+		*rel = NULL;
+	}
+	return gks;
+}
+
+/*
+ * Renames that would part an index from its key table's name, or the
+ * key table from the distribution column it names: refused.
  */
 static void
-refuse_changes(Node *parsetree)
+check_rename(RenameStmt *stmt)
 {
-	if (IsA(parsetree, RenameStmt))
-	{
-		RenameStmt *stmt = (RenameStmt *) parsetree;
-		Oid			relid;
+	Oid			relid;
+	Relation	rel;
+	List	   *gks;
+	ListCell   *lc;
 
-		if ((stmt->renameType == OBJECT_INDEX || stmt->renameType == OBJECT_TABLE) &&
-			stmt->relation != NULL &&
-			OidIsValid(relid = RangeVarGetRelid(stmt->relation, NoLock, true)) &&
-			get_rel_relkind(relid) != RELKIND_RELATION &&
-			get_rel_relkind(relid) != RELKIND_PARTITIONED_TABLE &&
-			OidIsValid(gunique_citus_keytable_of(relid)))
+	/* ALTER TABLE renames an index too */
+	if ((stmt->renameType == OBJECT_INDEX || stmt->renameType == OBJECT_TABLE) &&
+		stmt->relation != NULL &&
+		OidIsValid(relid = RangeVarGetRelid(stmt->relation, NoLock, true)) &&
+		(get_rel_relkind(relid) == RELKIND_INDEX ||
+		 get_rel_relkind(relid) == RELKIND_PARTITIONED_INDEX) &&
+		OidIsValid(gunique_citus_keytable_of(relid)))
+		ereport(ERROR,
+				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+				 errmsg("cannot rename index \"%s\"", get_rel_name(relid)),
+				 errdetail("It is a global gunique key, whose key table is named after it."),
+				 errhint("Drop the index and create it again under the new name.")));
+	if (stmt->renameType == OBJECT_SCHEMA &&
+		OidIsValid(get_namespace_oid(stmt->subname, true)) &&
+		schema_has_keys(stmt->subname))
+		ereport(ERROR,
+				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+				 errmsg("cannot rename schema \"%s\"", stmt->subname),
+				 errdetail("It holds global gunique keys, whose key tables are named after the schema.")));
+	if (stmt->renameType != OBJECT_COLUMN)
+		return;
+	gks = statement_keys(stmt->relation, AccessShareLock, &rel);
+	foreach(lc, gks)
+	{
+		GuniqueGlobalKey *gk = lfirst(lc);
+
+		if (strcmp(get_attname(RelationGetRelid(rel), gk->distattno, false),
+				   stmt->subname) == 0)
 			ereport(ERROR,
 					(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
-					 errmsg("cannot rename index \"%s\"", get_rel_name(relid)),
-					 errdetail("It is a global gunique key, whose key table is named after it."),
-					 errhint("Drop the index and create it again under the new name.")));
-		if (stmt->renameType == OBJECT_SCHEMA && gunique_citus_present())
-		{
-			Oid			nsp = get_namespace_oid(stmt->subname, true);
-
-			if (OidIsValid(nsp) && schema_has_keys(stmt->subname))
-				ereport(ERROR,
-						(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
-						 errmsg("cannot rename schema \"%s\"", stmt->subname),
-						 errdetail("It holds global gunique keys, whose key tables are named after the schema.")));
-		}
+					 errmsg("cannot rename column \"%s\" of table \"%s\"",
+							stmt->subname, RelationGetRelationName(rel)),
+					 errdetail("It is the distribution column that the key table of global gunique key \"%s\" names.",
+							   get_rel_name(gk->topindex)),
+					 errhint("Drop the index, rename the column, and create the index again.")));
 	}
-	else if (IsA(parsetree, AlterObjectSchemaStmt))
-	{
-		AlterObjectSchemaStmt *stmt = (AlterObjectSchemaStmt *) parsetree;
-		Oid			relid;
-
-		if (stmt->relation != NULL &&
-			OidIsValid(relid = RangeVarGetRelid(stmt->relation, NoLock, true)) &&
-			(get_rel_relkind(relid) == RELKIND_RELATION ||
-			 get_rel_relkind(relid) == RELKIND_PARTITIONED_TABLE))
-		{
-			Relation	rel = relation_open(relid, AccessShareLock);
-
-			if (gunique_citus_global_keys(rel) != NIL)
-				ereport(ERROR,
-						(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
-						 errmsg("cannot move table \"%s\" to another schema",
-								RelationGetRelationName(rel)),
-						 errdetail("It has a global gunique key, whose key table is named after the index's schema.")));
-			relation_close(rel, AccessShareLock);
-		}
-	}
-	else if (IsA(parsetree, AlterTableStmt))
-	{
-		AlterTableStmt *stmt = (AlterTableStmt *) parsetree;
-		ListCell   *lc;
-		Oid			relid;
-		Relation	rel;
-
-		if (stmt->relation == NULL ||
-			!OidIsValid(relid = RangeVarGetRelid(stmt->relation, NoLock, true)) ||
-			get_rel_relkind(relid) != RELKIND_PARTITIONED_TABLE)
-			return;
-		rel = relation_open(relid, AccessShareLock);
-		if (gunique_citus_global_keys(rel) != NIL)
-			foreach(lc, stmt->cmds)
-			{
-				AlterTableCmd *cmd = lfirst(lc);
-
-				if (cmd->subtype == AT_AttachPartition ||
-					cmd->subtype == AT_DetachPartition ||
-					cmd->subtype == AT_DetachPartitionFinalize)
-					ereport(ERROR,
-							(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
-							 errmsg("cannot attach or detach a partition of table \"%s\"",
-									RelationGetRelationName(rel)),
-							 errdetail("The table has a global gunique key, whose key table would have to gain or lose the partition's keys."),
-							 errhint("Create new partitions with CREATE TABLE ... PARTITION OF, and move rows with INSERT and DELETE.")));
-			}
+	if (rel)
 		relation_close(rel, AccessShareLock);
+}
+
+/* A table with global keys moved to another schema: refused. */
+static void
+check_set_schema(AlterObjectSchemaStmt *stmt)
+{
+	Relation	rel;
+
+	if (statement_keys(stmt->relation, AccessShareLock, &rel) != NIL)
+		ereport(ERROR,
+				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+				 errmsg("cannot move table \"%s\" to another schema",
+						RelationGetRelationName(rel)),
+				 errdetail("It has a global gunique key, whose key table is named after the index's schema.")));
+}
+
+/*
+ * ALTER TABLE of a table with global keys: a partition joining or
+ * leaving, and a new type for a key column or the distribution column
+ * (which drops the index and makes it again, without its key table), are
+ * refused; a key column dropped drops its key table first, as the index
+ * goes with the column.
+ */
+static void
+alter_global_keys(AlterTableStmt *stmt)
+{
+	Relation	rel;
+	List	   *gks = statement_keys(stmt->relation, AccessShareLock, &rel);
+	ListCell   *lc;
+
+	foreach(lc, stmt->cmds)
+	{
+		AlterTableCmd *cmd = lfirst(lc);
+		ListCell   *lg;
+
+		if (gks == NIL)
+			break;
+		if (cmd->subtype == AT_AttachPartition ||
+			cmd->subtype == AT_DetachPartition ||
+			cmd->subtype == AT_DetachPartitionFinalize)
+			ereport(ERROR,
+					(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+					 errmsg("cannot attach or detach a partition of table \"%s\"",
+							RelationGetRelationName(rel)),
+					 errdetail("The table has a global gunique key, whose key table would have to gain or lose the partition's keys."),
+					 errhint("Create new partitions with CREATE TABLE ... PARTITION OF, and move rows with INSERT and DELETE.")));
+		foreach(lg, gks)
+		{
+			GuniqueGlobalKey *gk = lfirst(lg);
+			Oid			relid = RelationGetRelid(rel);
+
+			if (GUNIQUE_AT_REBUILDS_INDEXES(cmd->subtype) &&
+				(is_key_column(gk, relid, cmd->name) ||
+				 strcmp(get_attname(relid, gk->distattno, false), cmd->name) == 0))
+				ereport(ERROR,
+						(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+						 errmsg("cannot change the type of column \"%s\" of table \"%s\"",
+								cmd->name, RelationGetRelationName(rel)),
+						 errdetail("Global gunique key \"%s\" would be made again without its key table.",
+								   get_rel_name(gk->topindex)),
+						 errhint("Drop the index, change the column, and create the index again.")));
+			if (cmd->subtype == AT_DropColumn && is_key_column(gk, relid, cmd->name))
+				drop_key_table(gk->keytable);
+		}
 	}
+	if (rel)
+		relation_close(rel, AccessShareLock);
+}
+
+/*
+ * DROP INDEX and DROP TABLE of global keys drop their key tables first,
+ * through Citus: a key table dropped along with its index by a dependency
+ * would leave its shards behind on the workers.  A partition is refused,
+ * as for TRUNCATE; any other way to drop the index is refused when it
+ * comes (gunique_citus_object_access).
+ */
+static void
+drop_global_keys(DropStmt *stmt)
+{
+	ListCell   *lc;
+
+	if (stmt->removeType != OBJECT_INDEX && stmt->removeType != OBJECT_TABLE)
+		return;
+	foreach(lc, stmt->objects)
+	{
+		RangeVar   *rv = makeRangeVarFromNameList(lfirst(lc));
+		Relation	rel;
+		List	   *gks;
+		ListCell   *lg;
+		Oid			relid;
+
+		if (stmt->removeType == OBJECT_INDEX)
+		{
+			relid = RangeVarGetRelid(rv, NoLock, true);
+			if (!OidIsValid(relid) ||
+				!OidIsValid(gunique_citus_keytable_of(relid)))
+				continue;
+			if (stmt->concurrent)
+				ereport(ERROR,
+						(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+						 errmsg("cannot drop global gunique key \"%s\" concurrently",
+								get_rel_name(relid)),
+						 errdetail("Its key table is dropped in the transaction that drops the index, which CONCURRENTLY does not have."),
+						 errhint("Drop the index without CONCURRENTLY.")));
+			drop_key_table(gunique_citus_keytable_of(relid));
+			continue;
+		}
+		gks = statement_keys(rv, AccessExclusiveLock, &rel);
+		if (gks != NIL && rel->rd_rel->relispartition)
+			refuse_partition(rel, "DROP TABLE");
+		foreach(lg, gks)
+			drop_key_table(((GuniqueGlobalKey *) lfirst(lg))->keytable);
+		if (rel)
+			relation_close(rel, NoLock);
+	}
+}
+
+/*
+ * Object access, at the drop of an index: one whose key table is still
+ * there is being dropped by a statement that did not drop the key table
+ * first (DROP SCHEMA ... CASCADE, DROP OWNED, DROP EXTENSION ...), which
+ * would leave the key table's shards behind: refused.  Statements Citus
+ * sends from another node pass.
+ */
+void
+gunique_citus_object_access(ObjectAccessType access, Oid classId,
+							Oid objectId, int subId)
+{
+	char		relkind;
+
+	if (access != OAT_DROP || classId != RelationRelationId || subId != 0 ||
+		!gunique_citus_present())
+		return;
+	relkind = get_rel_relkind(objectId);
+	if ((relkind != RELKIND_INDEX && relkind != RELKIND_PARTITIONED_INDEX) ||
+		!OidIsValid(gunique_citus_keytable_of(objectId)) || !citus_propagates())
+		return;
+	ereport(ERROR,
+			(errcode(ERRCODE_DEPENDENT_OBJECTS_STILL_EXIST),
+			 errmsg("cannot drop global gunique key \"%s\" this way",
+					get_rel_name(objectId)),
+			 errdetail("Its key table would be left behind on the workers."),
+			 errhint("Drop the index, or its table, with DROP INDEX or DROP TABLE first.")));
 }
 
 /*
@@ -609,7 +744,7 @@ gunique_citus_utility(PlannedStmt *pstmt, const char *queryString,
 	if (!IsA(parsetree, IndexStmt) && !IsA(parsetree, TruncateStmt) &&
 		!IsA(parsetree, CopyStmt) && !IsA(parsetree, RenameStmt) &&
 		!IsA(parsetree, AlterObjectSchemaStmt) &&
-		!IsA(parsetree, AlterTableStmt))
+		!IsA(parsetree, AlterTableStmt) && !IsA(parsetree, DropStmt))
 		return false;
 	if (!IsA(parsetree, IndexStmt) && !gunique_citus_present())
 		return false;
@@ -621,6 +756,13 @@ gunique_citus_utility(PlannedStmt *pstmt, const char *queryString,
 		return truncate_global_keys(&u, (TruncateStmt *) parsetree);
 	if (IsA(parsetree, CopyStmt))
 		return copy_global_keys(&u, (CopyStmt *) parsetree);
-	refuse_changes(parsetree);
+	if (IsA(parsetree, RenameStmt))
+		check_rename((RenameStmt *) parsetree);
+	else if (IsA(parsetree, AlterObjectSchemaStmt))
+		check_set_schema((AlterObjectSchemaStmt *) parsetree);
+	else if (IsA(parsetree, AlterTableStmt))
+		alter_global_keys((AlterTableStmt *) parsetree);
+	else if (IsA(parsetree, DropStmt))
+		drop_global_keys((DropStmt *) parsetree);
 	return false;
 }

@@ -11,6 +11,7 @@
 #ifndef GUNIQUE_CITUS_CITUSDDL_H
 #define GUNIQUE_CITUS_CITUSDDL_H
 
+#include "catalog/objectaccess.h"
 #include "tcop/utility.h"
 
 extern bool gunique_citus_utility(PlannedStmt *pstmt, const char *queryString,
@@ -20,5 +21,8 @@ extern bool gunique_citus_utility(PlannedStmt *pstmt, const char *queryString,
 								  QueryEnvironment *queryEnv,
 								  DestReceiver *dest, QueryCompletion *qc,
 								  ProcessUtility_hook_type next);
+
+extern void gunique_citus_object_access(ObjectAccessType access, Oid classId,
+										Oid objectId, int subId);
 
 #endif							/* GUNIQUE_CITUS_CITUSDDL_H */

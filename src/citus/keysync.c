@@ -29,6 +29,7 @@
 #include "nodes/nodeFuncs.h"
 #include "parser/parsetree.h"
 #include "utils/datum.h"
+#include "utils/guc.h"
 #include "utils/lsyscache.h"
 #include "utils/rel.h"
 #include "utils/snapmgr.h"
@@ -344,8 +345,9 @@ keysync_begin(CustomScanState *node, EState *estate, int eflags)
  * Runs Citus's plan of the statement as a statement of its own, inside
  * this one, into the tuplestore.  Not as a child node: Citus writes a
  * single shard outside a remote transaction block unless it sees a
- * statement nested in another (citus.function_opens_transaction_block),
- * and the row must be written in the transaction that writes its key.
+ * statement nested in another, with citus.function_opens_transaction_block
+ * on (set here, whatever the session says), and the row must be written in
+ * the transaction that writes its key.
  */
 static void
 run_statement(KeySyncState *state)
@@ -354,6 +356,7 @@ run_statement(KeySyncState *state)
 	PlannedStmt *inner = makeNode(PlannedStmt);
 	DestReceiver *dest = CreateDestReceiver(DestTuplestore);
 	QueryDesc  *qd;
+	int			nest;
 
 	memcpy(inner, estate->es_plannedstmt, sizeof(PlannedStmt));
 	inner->planTree = state->child_plan;
@@ -363,9 +366,14 @@ run_statement(KeySyncState *state)
 	qd = CreateQueryDesc(inner, estate->es_sourceText, GetActiveSnapshot(),
 						 InvalidSnapshot, dest, estate->es_param_list_info,
 						 estate->es_queryEnv, 0);
+	nest = NewGUCNestLevel();
+	(void) set_config_option("citus.function_opens_transaction_block", "on",
+							 PGC_USERSET, PGC_S_SESSION, GUC_ACTION_SAVE,
+							 true, 0, false);
 	ExecutorStart(qd, 0);
 	gunique_executor_run(qd);
 	ExecutorFinish(qd);
+	AtEOXact_GUC(true, nest);
 	estate->es_processed = qd->estate->es_processed;
 	ExecutorEnd(qd);
 	FreeQueryDesc(qd);

@@ -15,6 +15,7 @@ OBJS = \
 	src/am/tree.o \
 	src/citus/citusddl.o \
 	src/citus/globalkey.o \
+	src/citus/keyroute.o \
 	src/citus/keysync.o \
 	src/ddl/concurrent.o \
 	src/ddl/ddl.o \

@@ -253,4 +253,40 @@ gunique_lock_held_or_stronger(const LOCKTAG *tag, LOCKMODE mode)
 #define gunique_executor_run(qd) ExecutorRun((qd), ForwardScanDirection, 0, true)
 #endif
 
+/*
+ * The schema of an extension: get_extension_schema is exported from
+ * PostgreSQL 16 on; before, pg_extension is read here as it does.
+ */
+#if PG_VERSION_NUM >= 160000
+#include "commands/extension.h"
+#define gunique_extension_schema(extoid) get_extension_schema(extoid)
+#else
+#include "access/genam.h"
+#include "access/htup_details.h"
+#include "access/table.h"
+#include "catalog/indexing.h"
+#include "catalog/pg_extension.h"
+#include "utils/fmgroids.h"
+
+static inline Oid
+gunique_extension_schema(Oid extoid)
+{
+	Relation	rel = table_open(ExtensionRelationId, AccessShareLock);
+	ScanKeyData key;
+	SysScanDesc scan;
+	HeapTuple	tuple;
+	Oid			schema = InvalidOid;
+
+	ScanKeyInit(&key, Anum_pg_extension_oid, BTEqualStrategyNumber, F_OIDEQ,
+				ObjectIdGetDatum(extoid));
+	scan = systable_beginscan(rel, ExtensionOidIndexId, true, NULL, 1, &key);
+	tuple = systable_getnext(scan);
+	if (HeapTupleIsValid(tuple))
+		schema = ((Form_pg_extension) GETSTRUCT(tuple))->extnamespace;
+	systable_endscan(scan);
+	table_close(rel, AccessShareLock);
+	return schema;
+}
+#endif
+
 #endif							/* GUNIQUE_COMPAT_H */

@@ -44,6 +44,7 @@
 #include "admin/stats.h"
 #include "am/scope.h"
 #include "citus/citusddl.h"
+#include "citus/keyroute.h"
 #include "citus/keysync.h"
 #include "ddl/ddl.h"
 #include "insert/keylock.h"
@@ -422,6 +423,7 @@ gunique_hooks_install(void)
 	gunique_keyprune_register_scan();
 	gunique_onconflict_register_scan();
 	gunique_citus_register_scan();
+	gunique_citus_register_route();
 
 	gunique_persist_init();		/* the filter keeper */
 }

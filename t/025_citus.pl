@@ -240,6 +240,123 @@ $workers[0]->safe_psql('postgres', "INSERT INTO ev VALUES (2, 31338, 'w')");
 is($coord->safe_psql('postgres', 'SELECT tenant FROM gunique_keys."public.ev_id" WHERE id = 31338'),
 	'2', 'and a worker\'s INSERT adds its key');
 
+# Lookups by the whole key that leave out the distribution column go to
+# one shard of the key table and then to the row's shard, not to every
+# shard: counted as the statements Citus sends to shards.
+sub remote_statements
+{
+	my ($node, $sql) = @_;
+	my ($r, $o, $e) = $node->psql('postgres', "SET citus.log_remote_commands = on;\n$sql");
+	# statements on a shard (named "<table>_<shard id>"), not Citus's own
+	my $n = () = $e =~ /(?:issuing|executing the command locally:) (?:SELECT|UPDATE|DELETE)[^\n]*_[0-9]{4,}\b/g;
+	return ($n, $o, $e);
+}
+$coord->safe_psql('postgres', 'DROP INDEX ev_id_bad');
+my ($n, $rows);
+($n, $rows) = remote_statements($coord, 'SELECT tenant, payload FROM ev WHERE id = 31337');
+is("$n $rows", '2 1|c', 'a lookup by the key reads the key table\'s shard and the row\'s shard');
+($n, $rows) = remote_statements($coord, 'SELECT count(*) FROM ev WHERE id = 31337::int');
+is("$n $rows", '2 1', 'a key of another integer type is routed too');
+($n, $rows) = remote_statements($coord, 'SELECT count(*) FROM ev WHERE id = 424242');
+is("$n $rows", '1 0', 'a key no row holds reads only the key table\'s shard');
+($n, $rows) = remote_statements($coord,
+	'SELECT count(*) FROM ev WHERE id = 31337 OR id = 31338');
+ok($n > 2 && $rows eq '2', 'a lookup by two keys reads every shard, and finds both rows');
+($n, $rows) = remote_statements($coord, q{PREPARE byid(bigint) AS SELECT payload FROM ev WHERE id = $1;
+	} . join('', map { "EXECUTE byid(" . (31337 + ($_ % 2)) . ");\n" } 1 .. 8));
+is("$n " . join(',', split /\n/, $rows), '16 w,c,w,c,w,c,w,c',
+	'a prepared lookup is routed by each execution\'s key, its generic plan too');
+($n, $rows) = remote_statements($workers[1], 'SELECT tenant FROM ev WHERE id = 31338');
+is("$n $rows", '2 2', 'a lookup sent to a worker is routed');
+($n) = remote_statements($coord, "UPDATE ev SET payload = 'u' WHERE id = 31337");
+is($n, 2, 'an UPDATE by the key goes to the row\'s shard only');
+($n, $rows) = remote_statements($coord, "DELETE FROM ev WHERE id = 31338 RETURNING tenant");
+is("$n $rows", '3 2', 'a DELETE by the key goes to the row\'s shard and the key\'s');
+is($coord->safe_psql('postgres', 'SELECT count(*) FROM gunique_keys."public.ev_id" WHERE id = 31338'),
+	'0', 'and its key goes');
+
+# the key table is written and read as its owner: a user who may write
+# the table needs no privilege on it
+$coord->safe_psql('postgres', q{CREATE ROLE app LOGIN;
+	GRANT SELECT, INSERT, UPDATE, DELETE ON ev TO app});
+my $app = "SET ROLE app;\n";
+$coord->safe_psql('postgres', $app . "INSERT INTO ev VALUES (4, 31339, 'app')");
+refused($app . "INSERT INTO ev VALUES (5, 31339, 'app')",
+	qr/duplicate key value violates unique constraint "ev_id"/,
+	'a user without privileges on the key table is checked against it');
+is($coord->safe_psql('postgres', $app . 'SELECT tenant FROM ev WHERE id = 31339'),
+	'4', 'and looks up by the key');
+refused($app . 'SELECT * FROM gunique_keys."public.ev_id"',
+	qr/permission denied for schema gunique_keys/, 'but cannot read the key table itself');
+
+# gunique_verify checks the key table against the rows on every node
+is($coord->safe_psql('postgres', q{SELECT count(*) FROM gunique_verify('ev_id', true)}),
+	'0', 'gunique_verify finds the key table exact');
+$coord->safe_psql('postgres', q{
+DELETE FROM gunique_keys."public.ev_id" WHERE id = 31337;
+INSERT INTO gunique_keys."public.ev_id" VALUES (555555, 3);
+});
+is($coord->safe_psql('postgres', q{SELECT string_agg(problem || ': ' || detail, E'\n' ORDER BY detail)
+	FROM gunique_verify('ev_id')}),
+	qq{key table not exact: Key (id)=(31337) of the row with (tenant)=(1) is not in key table "public.ev_id".\n}
+	  . qq{key table not exact: Key (id)=(555555) with (tenant)=(3) is in key table "public.ev_id" but in no row of the table.},
+	'gunique_verify reports a key missing from the key table and a stray one');
+$coord->safe_psql('postgres', q{
+DELETE FROM gunique_keys."public.ev_id" WHERE id = 555555;
+INSERT INTO gunique_keys."public.ev_id" VALUES (31337, 1);
+});
+
+# create_distributed_table of a table with a gunique index is Citus's to
+# refuse; in one transaction, the index dropped and made again after it
+# keeps the key enforced throughout (the table stays locked)
+$coord->safe_psql('postgres', q{
+CREATE TABLE loc (tenant int, id bigint);
+INSERT INTO loc SELECT g % 7, g FROM generate_series(1, 300) g;
+CREATE UNIQUE INDEX loc_id ON loc USING gunique (id);
+});
+refused(q{SELECT create_distributed_table('loc', 'tenant')},
+	qr/cannot have UNIQUE, EXCLUDE, or PRIMARY KEY constraints that do not include the partition column/,
+	'create_distributed_table of a table with a gunique index is refused by Citus');
+$coord->safe_psql('postgres', q{
+BEGIN;
+SET LOCAL citus.multi_shard_modify_mode TO 'sequential';
+DROP INDEX loc_id;
+SELECT create_distributed_table('loc', 'tenant');
+CREATE UNIQUE INDEX loc_id ON loc USING gunique (id);
+COMMIT;
+});
+refused(q{INSERT INTO loc VALUES (2, 10)}, qr/duplicate key value violates unique constraint "loc_id/,
+	'the README\'s way to distribute it keeps the key');
+
+# A partitioned distributed table: the coordinator's index is a gunique
+# tree over empty partitions, each shard's a tree over its partitions'
+# shards, and the key table checks across them all.
+$coord->safe_psql('postgres', q{
+CREATE TABLE pev (tenant int, id bigint, ts date) PARTITION BY RANGE (ts);
+CREATE TABLE pev_1 PARTITION OF pev FOR VALUES FROM ('2026-01-01') TO ('2026-02-01');
+CREATE TABLE pev_2 PARTITION OF pev FOR VALUES FROM ('2026-02-01') TO ('2026-03-01');
+SELECT create_distributed_table('pev', 'tenant', shard_count => 4);
+INSERT INTO pev SELECT g % 10, g, date '2026-01-01' + g % 50 FROM generate_series(1, 500) g;
+CREATE UNIQUE INDEX pev_id ON pev USING gunique (id);
+CREATE TABLE pev_3 PARTITION OF pev FOR VALUES FROM ('2026-03-01') TO ('2026-04-01');
+});
+is($coord->safe_psql('postgres', 'SELECT count(*) FROM gunique_keys."public.pev_id"'),
+	'500', 'CREATE INDEX on a partitioned distributed table fills its key table');
+my $refusals = 0;
+foreach my $t (0 .. 9)
+{
+	my ($r, $o, $e) = $coord->psql('postgres', "INSERT INTO pev VALUES ($t, 7, '2026-03-10')");
+	$refusals++ if $e =~ /duplicate key value violates unique constraint/;
+}
+is($refusals, 10, 'a held key is refused in a new partition, from every tenant');
+is($coord->safe_psql('postgres', 'SELECT count(*) FROM pev WHERE id = 7'), '1',
+	'and no copy of it is left');
+$coord->safe_psql('postgres', "INSERT INTO pev VALUES (4, 1001, '2026-03-10')");
+($n, $rows) = remote_statements($coord, 'SELECT tenant, ts FROM pev WHERE id = 1001');
+is("$n $rows", '2 4|2026-03-10', 'a lookup by the key on a partitioned table is routed');
+refused('ALTER TABLE pev DETACH PARTITION pev_3',
+	qr/cannot attach or detach a partition of table "pev"/, 'DETACH PARTITION is refused');
+
 # Citus's functions that make the table again: the new table's index makes
 # a new key table, the old table's DROP takes the old one
 $coord->safe_psql('postgres', q{

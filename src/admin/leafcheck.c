@@ -78,27 +78,6 @@ gunique_leafcheck_relcache_inval(Oid relid)
 		presented_leaf->rd_rel->relam = BTREE_AM_OID;
 }
 
-/* The schema of extension "extoid" (get_extension_schema is not in 15). */
-static Oid
-extension_schema(Oid extoid)
-{
-	Relation	rel = table_open(ExtensionRelationId, AccessShareLock);
-	ScanKeyData key;
-	SysScanDesc scan;
-	HeapTuple	tuple;
-	Oid			schema = InvalidOid;
-
-	ScanKeyInit(&key, Anum_pg_extension_oid, BTEqualStrategyNumber, F_OIDEQ,
-				ObjectIdGetDatum(extoid));
-	scan = systable_beginscan(rel, ExtensionOidIndexId, true, NULL, 1, &key);
-	tuple = systable_getnext(scan);
-	if (HeapTupleIsValid(tuple))
-		schema = ((Form_pg_extension) GETSTRUCT(tuple))->extnamespace;
-	systable_endscan(scan);
-	table_close(rel, AccessShareLock);
-	return schema;
-}
-
 /*
  * amcheck's function "name"(regclass, boolean), which the current user must
  * be allowed to execute.
@@ -117,7 +96,7 @@ amcheck_function(const char *name)
 				 errmsg("extension \"amcheck\" is not installed"),
 				 errdetail("gunique_check_leaves runs amcheck's checks on each leaf."),
 				 errhint("Run CREATE EXTENSION amcheck in this database.")));
-	schema = get_namespace_name(extension_schema(extoid));
+	schema = get_namespace_name(gunique_extension_schema(extoid));
 	funcoid = schema == NULL ? InvalidOid :
 		LookupFuncName(list_make2(makeString(schema), makeString(pstrdup(name))),
 					   2, argtypes, true);

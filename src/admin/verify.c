@@ -41,6 +41,7 @@
 #include "admin/verify.h"
 #include "am/scope.h"
 #include "am/tree.h"
+#include "citus/globalkey.h"
 #include "ddl/merge.h"
 
 PG_FUNCTION_INFO_V1(gunique_verify);
@@ -48,6 +49,7 @@ PG_FUNCTION_INFO_V1(gunique_verify);
 typedef struct VerifyOutput
 {
 	ReturnSetInfo *rsinfo;
+	Oid			table;			/* the tree's table */
 } VerifyOutput;
 
 static void
@@ -79,6 +81,15 @@ verify_duplicate(void *arg, Relation index, Datum *values, bool *isnull,
 		detail = psprintf("Key %s is held by partitions \"%s\" and \"%s\".",
 						  key ? key : "(hidden)", p1, p2);
 	emit((VerifyOutput *) arg, "duplicate key", RelationGetRelid(heap1), detail);
+}
+
+/* A problem the check of a global key's key table found (citus/). */
+static void
+verify_global_key(void *arg, const char *problem, const char *detail)
+{
+	VerifyOutput *out = arg;
+
+	emit(out, problem, out->table, detail);
 }
 
 /* The flags of one tree member in pg_index. */
@@ -176,14 +187,17 @@ gunique_verify(PG_FUNCTION_ARGS)
 	List	   *members;
 	ListCell   *lc;
 	Snapshot	snapshot;
+	GuniqueGlobalKey *gk;
 
 	InitMaterializedSRF(fcinfo, 0);
 	out.rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
+	out.table = InvalidOid;
 
 	gunique_require_gunique_index(indexoid);
 
 	topindex = gunique_tree_top(indexoid);
 	toptable = IndexGetRelation(topindex, false);
+	out.table = toptable;
 	verify_check_privileges(toptable, lock);
 
 	LockRelationOid(toptable, lockmode);
@@ -197,6 +211,10 @@ gunique_verify(PG_FUNCTION_ARGS)
 	(void) gunique_merge_tree(topindex, lockmode, snapshot, InvalidOid,
 							 false, verify_duplicate, &out);
 	UnregisterSnapshot(snapshot);
+
+	/* a global key on Citus: its key table against the whole cluster */
+	if ((gk = gunique_citus_global_key_of(topindex)) != NULL)
+		gunique_citus_verify(gk, verify_global_key, &out);
 
 	return (Datum) 0;
 }

@@ -18,6 +18,7 @@
 #include "access/table.h"
 #include "catalog/pg_class.h"
 #include "catalog/namespace.h"
+#include "catalog/pg_type.h"
 #include "commands/defrem.h"
 #include "commands/extension.h"
 #include "executor/spi.h"
@@ -75,6 +76,76 @@ distribution_column(Oid relid)
 	}
 	SPI_finish();
 	return result;
+}
+
+/*
+ * Whether relid is a shard, "<table>_<shard id>", of a Citus table that
+ * this node's metadata lists.
+ */
+static bool
+is_citus_shard(Oid relid)
+{
+	char	   *name = get_rel_name(relid);
+	char	   *suffix = name ? strrchr(name, '_') : NULL;
+	Oid			argtypes[1] = {INT8OID};
+	Datum		args[1];
+	bool		result = false;
+	char	   *end;
+	int64		shardid;
+
+	if (suffix == NULL || suffix[1] == '\0')
+		return false;
+	errno = 0;
+	shardid = strtoi64(suffix + 1, &end, 10);
+	if (errno != 0 || *end != '\0' || shardid <= 0)
+		return false;
+	args[0] = Int64GetDatum(shardid);
+	SPI_connect();
+	if (SPI_execute_with_args("SELECT logicalrelid FROM pg_catalog.pg_dist_shard WHERE shardid = $1",
+							  1, argtypes, args, NULL, true, 1) == SPI_OK_SELECT &&
+		SPI_processed == 1)
+	{
+		bool		isnull;
+		Oid			table = DatumGetObjectId(SPI_getbinval(SPI_tuptable->vals[0],
+														   SPI_tuptable->tupdesc,
+														   1, &isnull));
+		char	   *tname = isnull ? NULL : get_rel_name(table);
+
+		result = tname != NULL &&
+			get_rel_namespace(table) == get_rel_namespace(relid) &&
+			strlen(tname) == (size_t) (suffix - name) &&
+			strncmp(tname, name, suffix - name) == 0;
+	}
+	SPI_finish();
+	return result;
+}
+
+/*
+ * The CREATE INDEX Citus sends to the shards of a partitioned table for a
+ * global key: gunique made the statement non-unique for PostgreSQL on the
+ * coordinator, which refuses a unique index on a partitioned table that
+ * leaves out its partition key, and Citus sends the shards that statement.
+ * On the shard it is made unique again and goes to gunique's partitioned
+ * DDL (src/citus/README, B19).  Only Citus's own statement, with its DDL
+ * propagation off, on a partitioned shard of a Citus table, qualifies.
+ */
+static bool
+shard_index(GuniqueUtilityCall *u, IndexStmt *stmt)
+{
+	Oid			relid;
+
+	if (stmt->unique || stmt->accessMethod == NULL ||
+		strcmp(stmt->accessMethod, GUNIQUE_AM_NAME) != 0 ||
+		stmt->relation == NULL)
+		return false;
+	relid = RangeVarGetRelid(stmt->relation, NoLock, true);
+	if (!OidIsValid(relid) || get_rel_relkind(relid) != RELKIND_PARTITIONED_TABLE ||
+		!is_citus_shard(relid))
+		return false;
+	stmt = (IndexStmt *) gunique_utility_writable(u);
+	stmt->unique = true;
+	gunique_utility_run(u);
+	return true;
 }
 
 /* Runs one statement through SPI, or raises the error it raised. */
@@ -288,6 +359,48 @@ index_name(Relation rel, IndexStmt *stmt)
 }
 
 /*
+ * Runs a statement that makes a global key's index on a distributed table
+ * with citus.allow_unsafe_constraints on, for it alone (B16).
+ */
+static void
+run_allowing_global_keys(GuniqueUtilityCall *u)
+{
+	int			nest = NewGUCNestLevel();
+
+	(void) set_config_option("citus.allow_unsafe_constraints", "on",
+							 PGC_USERSET, PGC_S_SESSION, GUC_ACTION_SAVE,
+							 true, 0, false);
+	gunique_utility_run(u);
+	AtEOXact_GUC(true, nest);
+}
+
+/*
+ * CREATE TABLE ... PARTITION OF a distributed table with global keys: the
+ * new partition is empty, so its keys are all in the key table already
+ * (none), and its index of each global key is allowed as the parent's is.
+ */
+static bool
+create_partition(GuniqueUtilityCall *u, CreateStmt *stmt)
+{
+	Oid			parent;
+	Relation	rel;
+	bool		has_keys;
+
+	if (stmt->partbound == NULL || list_length(stmt->inhRelations) != 1)
+		return false;
+	parent = RangeVarGetRelid(linitial(stmt->inhRelations), NoLock, true);
+	if (!OidIsValid(parent) || get_rel_relkind(parent) != RELKIND_PARTITIONED_TABLE)
+		return false;
+	rel = relation_open(parent, AccessShareLock);
+	has_keys = gunique_citus_global_keys(rel) != NIL;
+	relation_close(rel, AccessShareLock);
+	if (!has_keys)
+		return false;
+	run_allowing_global_keys(u);
+	return true;
+}
+
+/*
  * CREATE UNIQUE INDEX ... USING gunique on a hash-distributed table whose
  * key leaves out the distribution column: Citus is told the index is
  * allowed (citus.allow_unsafe_constraints, for this statement only: the
@@ -300,7 +413,6 @@ create_global_key(GuniqueUtilityCall *u, IndexStmt *stmt)
 	Oid			relid;
 	Relation	rel;
 	char	   *distcol;
-	int			nest;
 	Oid			indexoid;
 
 	if (stmt->accessMethod == NULL ||
@@ -318,12 +430,7 @@ create_global_key(GuniqueUtilityCall *u, IndexStmt *stmt)
 	make_key_table(rel, stmt, distcol);
 	table_close(rel, NoLock);
 
-	nest = NewGUCNestLevel();
-	(void) set_config_option("citus.allow_unsafe_constraints", "on",
-							 PGC_USERSET, PGC_S_SESSION, GUC_ACTION_SAVE,
-							 true, 0, false);
-	gunique_utility_run(u);
-	AtEOXact_GUC(true, nest);
+	run_allowing_global_keys(u);
 	CommandCounterIncrement();
 
 	rel = table_open(relid, NoLock);
@@ -743,19 +850,23 @@ gunique_citus_utility(PlannedStmt *pstmt, const char *queryString,
 	 */
 	if (!IsA(parsetree, IndexStmt) && !IsA(parsetree, TruncateStmt) &&
 		!IsA(parsetree, CopyStmt) && !IsA(parsetree, RenameStmt) &&
+		!IsA(parsetree, CreateStmt) &&
 		!IsA(parsetree, AlterObjectSchemaStmt) &&
 		!IsA(parsetree, AlterTableStmt) && !IsA(parsetree, DropStmt))
 		return false;
 	if (!IsA(parsetree, IndexStmt) && !gunique_citus_present())
 		return false;
 	if (!citus_propagates())
-		return false;
+		return IsA(parsetree, IndexStmt) && gunique_citus_present() &&
+			shard_index(&u, (IndexStmt *) parsetree);
 	if (IsA(parsetree, IndexStmt))
 		return create_global_key(&u, (IndexStmt *) parsetree);
 	if (IsA(parsetree, TruncateStmt))
 		return truncate_global_keys(&u, (TruncateStmt *) parsetree);
 	if (IsA(parsetree, CopyStmt))
 		return copy_global_keys(&u, (CopyStmt *) parsetree);
+	if (IsA(parsetree, CreateStmt))
+		return create_partition(&u, (CreateStmt *) parsetree);
 	if (IsA(parsetree, RenameStmt))
 		check_rename((RenameStmt *) parsetree);
 	else if (IsA(parsetree, AlterObjectSchemaStmt))

@@ -26,6 +26,7 @@
 #include "commands/defrem.h"
 #include "executor/spi.h"
 #include "lib/stringinfo.h"
+#include "miscadmin.h"
 #include "utils/array.h"
 #include "utils/builtins.h"
 #include "utils/datum.h"
@@ -120,6 +121,9 @@ global_key(Relation rel, Oid indexoid)
 	Oid			topindex;
 	Oid			keytable;
 	char	   *distname;
+	Datum		indclass;
+	bool		isnull;
+	HeapTuple	classtup;
 
 	if (!gunique_is_gunique_index(indexoid))
 		return NULL;
@@ -136,12 +140,23 @@ global_key(Relation rel, Oid indexoid)
 	gk->indexoid = indexoid;
 	gk->topindex = topindex;
 	gk->keytable = keytable;
+	classtup = SearchSysCache1(RELOID, ObjectIdGetDatum(keytable));
+	if (!HeapTupleIsValid(classtup))
+		elog(ERROR, "cache lookup failed for relation %u", keytable);
+	gk->keyowner = ((Form_pg_class) GETSTRUCT(classtup))->relowner;
+	ReleaseSysCache(classtup);
 	gk->nkeys = index->indnkeyatts;
 	for (int i = 0; i < gk->nkeys; i++)
 	{
 		gk->keyattno[i] = index->indkey.values[i];
 		gk->keytype[i] = get_atttype(RelationGetRelid(rel), gk->keyattno[i]);
 	}
+	indclass = SysCacheGetAttr(INDEXRELID, tuple, Anum_pg_index_indclass,
+							   &isnull);
+	Assert(!isnull);
+	for (int i = 0; i < gk->nkeys; i++)
+		gk->opfamily[i] =
+			get_opclass_family(((oidvector *) DatumGetPointer(indclass))->values[i]);
 	ReleaseSysCache(tuple);
 
 	/* The key table's last column is named as the distribution column. */
@@ -284,7 +299,7 @@ statement_types(GuniqueGlobalKey *gk, KeyStatement which, Oid *types)
 /*
  * One statement on a key table, prepared once per backend and kept: the
  * plan cache revalidates it when the key table changes.  Run by the
- * caller between SPI_connect and SPI_finish.
+ * caller between keys_connect and keys_finish.
  */
 static SPIPlanPtr
 key_statement(GuniqueGlobalKey *gk, KeyStatement which)
@@ -374,6 +389,79 @@ describe(GuniqueGlobalKey *gk, int first, int n, Datum *values)
 }
 
 /*
+ * Statements on a key table run as its owner, as PostgreSQL's foreign key
+ * checks run as the referenced table's owner: the key table is the index's
+ * structure, not the user's, and needs no privilege of its own
+ * (src/citus/README, "Privileges").  An error restores the user with the
+ * (sub)transaction's abort.
+ */
+static void
+keys_connect(GuniqueGlobalKey *gk, Oid *save_user, int *save_sec)
+{
+	GetUserIdAndSecContext(save_user, save_sec);
+	SetUserIdAndSecContext(gk->keyowner,
+						   *save_sec | SECURITY_LOCAL_USERID_CHANGE);
+	SPI_connect();
+}
+
+static void
+keys_finish(Oid save_user, int save_sec)
+{
+	SPI_finish();
+	SetUserIdAndSecContext(save_user, save_sec);
+}
+
+/*
+ * The distribution value the key table holds for a key into *dist, in the
+ * caller's memory context; false when the key is not there.  Run between
+ * keys_connect and keys_finish.
+ */
+static bool
+lookup_owner(GuniqueGlobalKey *gk, Datum *keys, Datum *dist,
+			 MemoryContext cxt)
+{
+	bool		isnull = true;
+	Datum		d;
+	int16		len;
+	bool		byval;
+	MemoryContext old;
+
+	if (SPI_execute_plan(key_statement(gk, KEYS_OWNER), keys, NULL, true, 1) !=
+		SPI_OK_SELECT)
+		elog(ERROR, "reading key table \"%s\" failed",
+			 get_rel_name(gk->keytable));
+	if (SPI_processed != 1)
+		return false;
+	d = SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1,
+					  &isnull);
+	if (isnull)
+		return false;
+	get_typlenbyval(gk->disttype, &len, &byval);
+	old = MemoryContextSwitchTo(cxt);
+	*dist = datumCopy(d, byval, len);
+	MemoryContextSwitchTo(old);
+	return true;
+}
+
+/*
+ * The distribution value of the row that holds a key, read from the key
+ * table in this transaction's snapshot: false when no row holds it.
+ */
+bool
+gunique_keys_owner(GuniqueGlobalKey *gk, Datum *keys, Datum *dist)
+{
+	MemoryContext cxt = CurrentMemoryContext;
+	Oid			save_user;
+	int			save_sec;
+	bool		found;
+
+	keys_connect(gk, &save_user, &save_sec);
+	found = lookup_owner(gk, keys, dist, cxt);
+	keys_finish(save_user, save_sec);
+	return found;
+}
+
+/*
  * A key already in the key table: 23505 naming the index, with the other
  * row's distribution value where the key table still has it.
  */
@@ -384,17 +472,10 @@ report_duplicate(GuniqueGlobalKey *gk, Datum *keys)
 	char	   *owner = NULL;
 	Relation	rel = relation_open(IndexGetRelation(gk->topindex, false),
 									NoLock);
+	Datum		d;
 
-	if (SPI_execute_plan(key_statement(gk, KEYS_OWNER), keys, NULL, true, 1) ==
-		SPI_OK_SELECT && SPI_processed == 1)
-	{
-		bool		isnull;
-		Datum		d = SPI_getbinval(SPI_tuptable->vals[0],
-									  SPI_tuptable->tupdesc, 1, &isnull);
-
-		if (!isnull)
-			owner = describe(gk, gk->nkeys, 1, &d);
-	}
+	if (lookup_owner(gk, keys, &d, CurrentMemoryContext))
+		owner = describe(gk, gk->nkeys, 1, &d);
 	ereport(ERROR,
 			(errcode(ERRCODE_UNIQUE_VIOLATION),
 			 errmsg("duplicate key value violates unique constraint \"%s\"",
@@ -416,10 +497,12 @@ void
 gunique_keys_insert(GuniqueGlobalKey *gk, GuniqueKeyBatch *batch)
 {
 	Datum		args[INDEX_MAX_KEYS + 1];
+	Oid			save_user;
+	int			save_sec;
 
 	if (batch->nrows == 0)
 		return;
-	SPI_connect();
+	keys_connect(gk, &save_user, &save_sec);
 	for (int i = 0; i < batch->nrows; i++)
 	{
 		row_arguments(gk, batch, i, true, args);
@@ -430,7 +513,7 @@ gunique_keys_insert(GuniqueGlobalKey *gk, GuniqueKeyBatch *batch)
 		if (SPI_processed != 1)
 			report_duplicate(gk, args);
 	}
-	SPI_finish();
+	keys_finish(save_user, save_sec);
 }
 
 /* Removes the batch's keys from the key table, in this transaction. */
@@ -438,10 +521,12 @@ void
 gunique_keys_delete(GuniqueGlobalKey *gk, GuniqueKeyBatch *batch)
 {
 	Datum		args[INDEX_MAX_KEYS + 1];
+	Oid			save_user;
+	int			save_sec;
 
 	if (batch->nrows == 0)
 		return;
-	SPI_connect();
+	keys_connect(gk, &save_user, &save_sec);
 	if (batch->nrows > 1 && gk->nkeys == 1)
 	{
 		args[0] = column_array(gk, batch, 0);
@@ -461,5 +546,110 @@ gunique_keys_delete(GuniqueGlobalKey *gk, GuniqueKeyBatch *batch)
 					 get_rel_name(gk->keytable));
 		}
 	}
-	SPI_finish();
+	keys_finish(save_user, save_sec);
+}
+
+/* "(a, b)" of the columns of a key table, each with a prefix. */
+static char *
+key_columns(GuniqueGlobalKey *gk, const char *prefix, bool with_dist)
+{
+	StringInfoData buf;
+
+	initStringInfo(&buf);
+	for (int i = 1; i <= gk->nkeys + (with_dist ? 1 : 0); i++)
+		appendStringInfo(&buf, "%s%s%s", i > 1 ? ", " : "", prefix,
+						 quote_identifier(get_attname(gk->keytable, i, false)));
+	return buf.data;
+}
+
+/*
+ * Invariant K, checked across the cluster: the table's rows with a whole
+ * key, and the key table's rows, as (key, distribution value), are the same
+ * set, and no key is held twice.  Both sides are read into the node that
+ * runs it (materialized CTEs, which Citus runs first and joins here), in
+ * the statement's snapshot on each node: run it with the table locked
+ * (gunique_verify's lock) for an answer that no concurrent write blurs.
+ * As the key table's owner, as every read of it (the caller's privileges
+ * on the table are gunique_verify's to check).
+ */
+void
+gunique_citus_verify(GuniqueGlobalKey *gk, GuniqueVerifyReport report,
+					 void *arg)
+{
+	Oid			relid = IndexGetRelation(gk->topindex, false);
+	char	   *table = quote_qualified_identifier(get_namespace_name(get_rel_namespace(relid)),
+												   get_rel_name(relid));
+	char	   *keytable = quote_qualified_identifier(GUNIQUE_KEYS_SCHEMA,
+													  get_rel_name(gk->keytable));
+	const char *first = quote_identifier(get_attname(gk->keytable, 1, false));
+	const char *dist = quote_identifier(get_attname(gk->keytable, gk->nkeys + 1,
+													false));
+	StringInfoData sql;
+	Oid			save_user;
+	int			save_sec;
+
+	initStringInfo(&sql);
+	appendStringInfo(&sql, "WITH t AS MATERIALIZED (SELECT %s FROM %s WHERE ",
+					 key_columns(gk, "", true), table);
+	for (int i = 1; i <= gk->nkeys; i++)
+		appendStringInfo(&sql, "%s%s IS NOT NULL", i > 1 ? " AND " : "",
+						 quote_identifier(get_attname(gk->keytable, i, false)));
+	appendStringInfo(&sql, "), k AS MATERIALIZED (SELECT %s FROM %s) ",
+					 key_columns(gk, "", true), keytable);
+	appendStringInfo(&sql,
+					 "SELECT 1, (t.%s IS NULL)::int, row(%s)::text, coalesce(t.%s, k.%s)::text, NULL "
+					 "FROM t FULL JOIN k USING (%s) WHERE t.%s IS NULL OR k.%s IS NULL "
+					 "UNION ALL SELECT 2, 0, row(%s)::text, NULL, count(*) FROM t GROUP BY %s "
+					 "HAVING count(*) > 1",
+					 first, key_columns(gk, "", false), dist, dist,
+					 key_columns(gk, "", true), first, first,
+					 key_columns(gk, "", false), key_columns(gk, "", false));
+
+	keys_connect(gk, &save_user, &save_sec);
+	if (SPI_execute(sql.data, true, 0) != SPI_OK_SELECT)
+		elog(ERROR, "checking key table \"%s\" failed", get_rel_name(gk->keytable));
+	for (uint64 i = 0; i < SPI_processed; i++)
+	{
+		HeapTuple	tuple = SPI_tuptable->vals[i];
+		TupleDesc	desc = SPI_tuptable->tupdesc;
+		char	   *kind = SPI_getvalue(tuple, desc, 1);
+		char	   *in_keys_only = SPI_getvalue(tuple, desc, 2);
+		char	   *key = psprintf("(%s)=%s", key_columns(gk, "", false),
+								   SPI_getvalue(tuple, desc, 3));
+		char	   *value = SPI_getvalue(tuple, desc, 4);
+
+		if (strcmp(kind, "2") == 0)
+			report(arg, "duplicate key",
+				   psprintf("Key %s is held by %s rows of the table.", key,
+							SPI_getvalue(tuple, desc, 5)));
+		else if (strcmp(in_keys_only, "1") == 0)
+			report(arg, "key table not exact",
+				   psprintf("Key %s with (%s)=(%s) is in key table \"%s\" but in no row of the table.",
+							key, dist, value ? value : "NULL",
+							get_rel_name(gk->keytable)));
+		else
+			report(arg, "key table not exact",
+				   psprintf("Key %s of the row with (%s)=(%s) is not in key table \"%s\".",
+							key, dist, value ? value : "NULL",
+							get_rel_name(gk->keytable)));
+	}
+	keys_finish(save_user, save_sec);
+}
+
+/*
+ * The global key whose key table is named after a top index, for
+ * gunique_verify (NULL when it has none).
+ */
+GuniqueGlobalKey *
+gunique_citus_global_key_of(Oid topindex)
+{
+	Relation	rel;
+	GuniqueGlobalKey *gk;
+
+	if (!gunique_citus_present() || !OidIsValid(keytable_of_top(topindex)))
+		return NULL;
+	rel = relation_open(IndexGetRelation(topindex, false), AccessShareLock);
+	gk = global_key(rel, topindex);
+	relation_close(rel, AccessShareLock);
+	return gk;
 }

@@ -23,9 +23,11 @@ typedef struct GuniqueGlobalKey
 	Oid			indexoid;		/* the gunique index on the relation */
 	Oid			topindex;		/* its top ancestor, which names the key table */
 	Oid			keytable;		/* gunique_keys."<schema>.<top index>" */
+	Oid			keyowner;		/* its owner, as whom it is written */
 	int			nkeys;
 	AttrNumber	keyattno[INDEX_MAX_KEYS];	/* in the relation */
 	Oid			keytype[INDEX_MAX_KEYS];
+	Oid			opfamily[INDEX_MAX_KEYS];	/* the index's, per key column */
 	AttrNumber	distattno;		/* the distribution column, in the relation */
 	Oid			disttype;
 } GuniqueGlobalKey;
@@ -49,5 +51,12 @@ extern void gunique_keybatch_add(GuniqueGlobalKey *gk, GuniqueKeyBatch *batch,
 								 Datum *keys, Datum dist);
 extern void gunique_keys_insert(GuniqueGlobalKey *gk, GuniqueKeyBatch *batch);
 extern void gunique_keys_delete(GuniqueGlobalKey *gk, GuniqueKeyBatch *batch);
+typedef void (*GuniqueVerifyReport) (void *arg, const char *problem,
+									 const char *detail);
+extern GuniqueGlobalKey *gunique_citus_global_key_of(Oid topindex);
+extern void gunique_citus_verify(GuniqueGlobalKey *gk,
+								 GuniqueVerifyReport report, void *arg);
+extern bool gunique_keys_owner(GuniqueGlobalKey *gk, Datum *keys,
+							   Datum *dist);
 
 #endif							/* GUNIQUE_CITUS_GLOBALKEY_H */

@@ -37,6 +37,7 @@
 
 #include "compat.h"
 #include "citus/globalkey.h"
+#include "citus/keyroute.h"
 #include "citus/keysync.h"
 
 #if PG_VERSION_NUM >= 180000
@@ -252,8 +253,9 @@ plan_modification(Query *parse, const char *query_string, int cursorOptions,
 }
 
 /*
- * The planner's part: statements that modify a relation with global keys
- * are kept in sync with them; everything else goes to "next" untouched.
+ * The planner's part: lookups by a global key are routed (keyroute.c), and
+ * statements that modify a relation with global keys are kept in sync with
+ * them; everything else goes to "next" untouched.
  * Called first, before gunique's other planning.
  */
 PlannedStmt *
@@ -264,30 +266,36 @@ gunique_citus_planner(Query *parse, const char *query_string,
 	PlannedStmt *result;
 	Relation	rel;
 	List	   *gks;
+	List	   *routes;
 
 	if (!gunique_citus_present() || parse->commandType == CMD_UTILITY)
 		return next(parse, query_string, cursorOptions, boundParams);
+	routes = gunique_citus_route(parse, cursorOptions, boundParams);
 	if (parse->resultRelation == 0 ||
 		(parse->commandType != CMD_INSERT && parse->commandType != CMD_UPDATE &&
 		 parse->commandType != CMD_DELETE && parse->commandType != CMD_MERGE))
-		return next(parse, query_string, cursorOptions, boundParams);
-
-	rel = relation_open(rt_fetch(parse->resultRelation, parse->rtable)->relid,
-						NoLock);
-	gks = gunique_citus_global_keys(rel);
-	if (gks == NIL)
 		result = next(parse, query_string, cursorOptions, boundParams);
-	else if (parse->commandType == CMD_MERGE)
-		ereport(ERROR,
-				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
-				 errmsg("MERGE is not supported on distributed table \"%s\"",
-						RelationGetRelationName(rel)),
-				 errdetail("The table has a global gunique key, and MERGE does not return the rows it changes before PostgreSQL 19."),
-				 errhint("Use INSERT, UPDATE and DELETE.")));
 	else
-		result = plan_modification(parse, query_string, cursorOptions,
-								   boundParams, next, rel, gks);
-	relation_close(rel, NoLock);
+	{
+		rel = relation_open(rt_fetch(parse->resultRelation, parse->rtable)->relid,
+							NoLock);
+		gks = gunique_citus_global_keys(rel);
+		if (gks == NIL)
+			result = next(parse, query_string, cursorOptions, boundParams);
+		else if (parse->commandType == CMD_MERGE)
+			ereport(ERROR,
+					(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+					 errmsg("MERGE is not supported on distributed table \"%s\"",
+							RelationGetRelationName(rel)),
+					 errdetail("The table has a global gunique key, and MERGE does not return the rows it changes before PostgreSQL 19."),
+					 errhint("Use INSERT, UPDATE and DELETE.")));
+		else
+			result = plan_modification(parse, query_string, cursorOptions,
+									   boundParams, next, rel, gks);
+		relation_close(rel, NoLock);
+	}
+	if (routes != NIL)
+		gunique_citus_route_plan(result, routes);
 	return result;
 }
 

@@ -95,6 +95,24 @@ scale_params()
 	W9_RATE=${BENCH_W9_RATE:-1000}    # the writers' transactions per second, in all; 0: unthrottled
 	[[ "$W9_RATE" =~ ^[0-9]+$ ]] || die "BENCH_W9_RATE: '$W9_RATE' is not a rate (transactions per second, 0 for unthrottled)"
 	W9_WARM=2 W9_TAIL=3               # seconds of writers before and after each timed statement
+	# Workload 10 (Citus, a coordinator and two workers of its own): rows
+	# loaded into each table before it is measured, seconds of each pgbench
+	# step, rows of each COPY; shard counts of the lookups; the shard count
+	# of the insert tables.
+	case "$1" in
+	tiny) W10_ROWS=10000 W10_SECS=3 W10_COPY=5000 ;;
+	small) W10_ROWS=100000 W10_SECS=10 W10_COPY=20000 ;;
+	seed | large) W10_ROWS=500000 W10_SECS=30 W10_COPY=100000 ;;
+	esac
+	W10_SHARDS=${BENCH_W10_SHARDS:-4 32 128}
+	for p in $W10_SHARDS; do
+		[[ "$p" =~ ^[0-9]+$ ]] && [ "$p" -ge 1 ] || die "BENCH_W10_SHARDS: '$p' is not a shard count"
+	done
+	W10_INSERT_SHARDS=32              # Citus's default citus.shard_count
+	W10_CLIENTS=${BENCH_CLIENTS:-8}
+	W10_BATCH=100                     # rows of each multi-row INSERT
+	W10_TENANTS=1000                  # distinct values of the distribution column
+	W10_PROBES=20                     # lookups whose shards are counted, per contender and shard count
 	W5_KEYS=${BENCH_W5_KEYS:-random correlated uuid}
 	# BENCH_W5_NOSAVE=1: a second clean restart, without gunique's save file
 	W5_NOSAVE=
@@ -196,20 +214,31 @@ as_user()
 	fi
 }
 
-# A free TCP port >= 5600 (ports below are used by the test clusters).  The
+# A free TCP port >= 5600 (ports below are used by the test clusters), or
+# within BENCH_PORTS ("LO-HI", both included) when it is set.  The
 # server listens on a unix socket in its own directory only, but the port
-# still names the socket and must not collide with a server on the machine.
+# still names the socket and must not collide with a server on the machine,
+# nor with another of this run's servers (workload 10 starts three, their
+# sockets in $WORK beside the main one's).
 free_port()
 {
-	local port
-	for ((port = 5600 + RANDOM % 300; port < 6000; port++)); do
+	local port lo=5600 hi=5999 n i
+	if [ -n "${BENCH_PORTS:-}" ]; then
+		[[ "$BENCH_PORTS" =~ ^([0-9]+)-([0-9]+)$ ]] && [ "${BASH_REMATCH[1]}" -le "${BASH_REMATCH[2]}" ] ||
+			die "BENCH_PORTS must be a range LO-HI, such as 60200-60299"
+		lo=${BASH_REMATCH[1]} hi=${BASH_REMATCH[2]}
+	fi
+	n=$((hi - lo + 1))
+	# from a random place in the range, once around it
+	for ((i = 0, port = lo + RANDOM % n; i < n; i++, port = lo + (port - lo + 1) % n)); do
 		if ! (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null &&
-			[ ! -e "/tmp/.s.PGSQL.$port" ] && [ ! -e "/var/run/postgresql/.s.PGSQL.$port" ]; then
+			[ ! -e "/tmp/.s.PGSQL.$port" ] && [ ! -e "/var/run/postgresql/.s.PGSQL.$port" ] &&
+			[ ! -e "${WORK:-/nonexistent}/.s.PGSQL.$port" ] && [ ! -e "${WORK:-/nonexistent}/.s.PGSQL.$port.lock" ]; then
 			echo "$port"
 			return 0
 		fi
 	done
-	die "no free port between 5600 and 6000"
+	die "no free port between $lo and $hi"
 }
 
 # The server settings, identical for every contender.  Reported verbatim.
@@ -287,6 +316,8 @@ start_cluster()
 
 stop_cluster()
 {
+	# workload 10's Citus nodes, if it left any running (it failed)
+	if declare -F w10_stop_nodes >/dev/null; then w10_stop_nodes; fi
 	if [ -n "${CLUSTER_UP:-}" ]; then
 		as_user "$BINDIR/pg_ctl" -D "$WORK/data" -m fast -w stop >/dev/null 2>&1 ||
 			as_user "$BINDIR/pg_ctl" -D "$WORK/data" -m immediate -w stop >/dev/null 2>&1 || true

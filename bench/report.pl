@@ -19,7 +19,7 @@ use BenchNumbers qw(median thousands);
 my $dir = shift or die "usage: report.pl OUTDIR [REPORT]\n";
 my $report = shift // "$dir/RESULTS.md";
 
-my @CONTENDERS = qw(local gunique trigger sidetable single);
+my @CONTENDERS = qw(local gunique trigger sidetable single none);    # none: workload 10's table without a key
 
 # ---------------------------------------------------------------------------
 # Input
@@ -158,7 +158,7 @@ p "- prewarm: $meta{prewarm}\n" if $meta{prewarm};
 }
 p "- scale $meta{scale}: $meta{params}\n";
 p "- contenders: $meta{contenders}\n";
-my @took = map { defined $meta{"elapsed_w$_"} ? "workload $_: $meta{\"elapsed_w$_\"} s" : () } 1 .. 9;
+my @took = map { defined $meta{"elapsed_w$_"} ? "workload $_: $meta{\"elapsed_w$_\"} s" : () } 1 .. 10;
 p "- wall-clock time: ", join(', ', @took), "\n" if @took;
 p "\n";
 p "Contenders: `local` a unique btree that includes the partition key (unique per partition only: ",
@@ -574,6 +574,169 @@ if ($val{w9}) {
 			@over ? 'not met in ' . scalar(@over) . " of $r->[3] runs" : 'met in every run', @$r[0 .. 2]);
 	}
 	p "### Issue 42's targets\n\n", @t, "\n" if @t;
+}
+
+# Workload 10: global keys on Citus -------------------------------------------
+if ($meta{w10_skipped}) {
+	p "## Workload 10: global keys on Citus distributed tables\n\n";
+	p "**Skipped:** $meta{w10_skipped}. Workload 10 needs Citus built for the PostgreSQL it runs on ",
+	  "(`tools/install-deps` builds it into 17 and 18).\n\n";
+}
+if ($val{w10}) {
+	my $v = $val{w10};
+	p "## Workload 10: global keys on Citus distributed tables (pgbench, a coordinator and 2 workers on this machine)\n\n";
+	p "`ev(tenant int, id bigint, v int, payload text)` distributed by tenant (hash). `gunique`: ",
+	  "`CREATE UNIQUE INDEX ... USING gunique (id)`, the global key (its key table distributed by id, written in the ",
+	  "row's distributed transaction); `local`: `UNIQUE (id, tenant)`, a key with the distribution column, the best ",
+	  "Citus allows today (id first, so that a lookup by id alone uses it in each shard); `none`: no unique index. ",
+	  "Each table loaded with the same rows, then measured by turns, the order turning with each run. ",
+	  "Medians of the runs; each ratio is the median of the runs' own ratios, in brackets the lowest and highest.\n\n";
+	p "- Citus $meta{w10_citus}; nodes: $meta{w10_nodes}\n\n" if $meta{w10_citus};
+	# per-run ratios A / B of one step: [median, lowest, highest, runs]
+	my $ratios = sub {
+		my ($variant, $step, $c1, $c2, $invert) = @_;
+		my ($r1, $r2) = ($byrun{w10}{$variant}{$step}{$c1}, $byrun{w10}{$variant}{$step}{$c2});
+		return unless $r1 && $r2;
+		my @per = sort { $a <=> $b }
+		  map { $invert ? $r2->{$_} / $r1->{$_} : $r1->{$_} / $r2->{$_} }
+		  grep { exists $r2->{$_} && $r1->{$_} > 0 && $r2->{$_} > 0 } keys %$r1;
+		return unless @per;
+		return [ median(@per), $per[0], $per[-1], scalar @per ];
+	};
+	my $rfmt = sub {
+		my $r = shift;
+		return 'n/a' unless $r;
+		my $x = sub { my $n = shift; $n >= 0.1 ? sprintf('%.2f', $n) : sprintf('%.2g', $n) };
+		return '×' . $x->($r->[0]) . ($r->[3] > 1 ? ' [' . $x->($r->[1]) . '–' . $x->($r->[2]) . ']' : '');
+	};
+	my $med = sub {
+		my ($variant, $step, $c) = @_;
+		my $r = $v->{$variant}{$step}{$c};
+		return 'n/a' unless $r && @$r;
+		note_spread("$variant $step $c", @$r);
+		return fmt(median(@$r));
+	};
+	# a count: whole, or with one decimal for the median of an even number of runs
+	my $count = sub {
+		my ($variant, $step, $c) = @_;
+		my $r = $v->{$variant}{$step}{$c};
+		return 'n/a' unless $r && @$r;
+		my $m = median(@$r);
+		return thousands(sprintf($m == int($m) ? '%d' : '%.1f', $m));
+	};
+	my $spread = sub {
+		my ($variant, $step, @cc) = @_;
+		my @s;
+		for my $c (@cc) {
+			my @x = sort { $a <=> $b } @{ $v->{$variant}{$step}{$c} || [] };
+			push @s, sprintf('%s %.2f', $c, $x[-1] / $x[0]) if @x > 1 && $x[0] > 0;
+		}
+		return @s ? join(', ', @s) : '–';
+	};
+
+	# inserts
+	my @ins = grep { $v->{$_} } sort { ($a =~ /^copy/) <=> ($b =~ /^copy/) || ($a =~ /(\d+)/)[0] <=> ($b =~ /(\d+)/)[0] }
+	  grep { /^(insert-\d+|copy)$/ } keys %$v;
+	my @targets;
+	if (@ins) {
+		my @cc = grep { my $c = $_; grep { $v->{$_}{rows}{$c} } @ins } qw(none local gunique);
+		p "### Inserts: rows per second (higher is faster)\n\n";
+		p "The cost ratio is the time per row, gunique / local (issue 44's target: at most ×2), and local / none ",
+		  "(what Citus's own key costs).\n\n";
+		p "| statement | ", join(' | ', @cc), " | cost gunique / local | cost local / none | spread (max/min of runs) |\n";
+		p "|---|", join('', map { '---:|' } @cc), "---:|---:|---|\n";
+		my %title = (copy => 'COPY FROM a file');
+		for my $variant (@ins) {
+			my $t = $title{$variant} // ($variant =~ /^insert-(\d+)$/ && $1 == 1
+				? 'INSERT of one row (pgbench, prepared)' : "INSERT of $1 rows a statement (pgbench, prepared)");
+			my $g = $ratios->($variant, 'rows', 'gunique', 'local', 1);
+			p "| $t | ", join(' | ', map { $med->($variant, 'rows', $_) } @cc), " | ", $rfmt->($g), " | ",
+			  $rfmt->($ratios->($variant, 'rows', 'local', 'none', 1)), " | ", $spread->($variant, 'rows', @cc), " |\n";
+			if ($g) {
+				my $r1 = $byrun{w10}{$variant}{rows}{gunique};
+				my $r2 = $byrun{w10}{$variant}{rows}{local};
+				my @over = grep { exists $r2->{$_} && $r1->{$_} > 0 && $r2->{$_} / $r1->{$_} > 2 } keys %$r1;
+				push @targets, sprintf("- %s: cost of gunique at most ×2 of local: %s (×%.2f, %.2f to %.2f)\n", $t,
+					@over ? 'not met in ' . scalar(@over) . " of $g->[3] run" . ($g->[3] == 1 ? '' : 's') : 'met in every run',
+					@$g[0 .. 2]);
+			}
+		}
+		p "\n";
+		if ($v->{'insert-1'}{shards}) {
+			my @pc = grep { $v->{'insert-1'}{shards}{$_} } @cc;
+			p "Shards touched by one single-row INSERT, counted as for the lookups below (",
+			  "the commands Citus sent for it, over 20 inserts of the first run, each its own transaction): ",
+			  join('; ', map {
+				my $c = $_;
+				my $m = median(@{ $v->{'insert-1'}{shards}{$c} });
+				my @x = sort { $a <=> $b } @{ $v->{'insert-1'}{'shards-max'}{$c} || [] };
+				my @t = @{ $v->{'insert-1'}{'two-phase'}{$c} || [] };
+				"$c " . ($m == int($m) ? int($m) : sprintf('%.2f', $m)) . (@x ? " (at most $x[-1])" : '')
+				  . (@t ? ', ' . median(@t) . ' of 20 committed in two phases' : '')
+			  } @pc), ".\n\n";
+		}
+		my @lat = grep { $v->{$_}{latency} } @ins;
+		if (@lat) {
+			p "Average latency (ms, pgbench): ", join('; ', map {
+				my $variant = $_;
+				"$variant: " . join(', ', map { "$_ " . $med->($variant, 'latency', $_) } @cc)
+			} @lat), ".\n\n";
+		}
+		p spread_line();
+	}
+
+	# lookups
+	my @n = sort { $a <=> $b } map { /^lookup-(\d+)$/ ? $1 : () } keys %$v;
+	if (@n) {
+		p "### Lookups by the key alone: `SELECT ... WHERE id = :k` (pgbench, prepared)\n\n";
+		p "Shards touched: the distinct shards (of the table or of any other distributed table, the key table's ",
+		  "included) named in the commands Citus sent to the nodes or ran locally for one lookup ",
+		  "(`citus.log_remote_commands`, `citus.log_local_commands`), over ",
+		  "20 lookups of the same prepared statement (custom plans, then the generic one): mean (largest). ",
+		  "Task Count: EXPLAIN (ANALYZE) of the prepared lookup, Citus's count of its shard queries. ",
+		  "Issue 44's target: a lookup on `gunique` touches at most 2 shards whatever the shard count.\n\n";
+		p "| shards | local tps | gunique tps | tps gunique / local | shards touched: local | gunique | Task Count: local | gunique |\n";
+		p "|---:|---:|---:|---:|---:|---:|---:|---:|\n";
+		my %touch;
+		for my $s (@n) {
+			my $var = "lookup-$s";
+			my $sh = sub {
+				my $c = shift;
+				my ($m, $x) = ($v->{$var}{shards}{$c}, $v->{$var}{'shards-max'}{$c});
+				return 'n/a' unless $m && @$m;
+				my @xs = sort { $a <=> $b } @{ $x || [] };
+				my $mm = median(@$m);
+				return ($mm == int($mm) ? int($mm) : sprintf('%.2f', $mm)) . (@xs ? ' (' . $xs[-1] . ')' : '');
+			};
+			p "| $s | ", $med->($var, 'tps', 'local'), " | ", $med->($var, 'tps', 'gunique'), " | ",
+			  $rfmt->($ratios->($var, 'tps', 'gunique', 'local')), " | ", $sh->('local'), " | ", $sh->('gunique'), " | ",
+			  $count->($var, 'tasks', 'local'), " | ", $count->($var, 'tasks', 'gunique'), " |\n";
+			my @xs = sort { $a <=> $b } @{ $v->{$var}{'shards-max'}{gunique} || [] };
+			$touch{$s} = $xs[-1] if @xs;
+		}
+		p "\n", spread_line();
+		if (%touch) {
+			my @over = grep { $touch{$_} > 2 } sort { $a <=> $b } keys %touch;
+			push @targets, sprintf("- A lookup by the key on gunique touches at most 2 shards: %s\n",
+				@over ? 'not met at ' . join(', ', map { "$_ shards ($touch{$_} touched)" } @over)
+				: 'met at every shard count (' . join(', ', map { "$_: $touch{$_}" } sort { $a <=> $b } keys %touch) . ')');
+		}
+	}
+
+	# building the key, once per shard count
+	my @b = sort { $a <=> $b } map { /^build-(\d+)$/ ? $1 : () } keys %$v;
+	if (@b) {
+		p "### Building the key on the loaded table (one value per shard count and run of bench/run)\n\n";
+		p "| shards | local: ADD UNIQUE (id, tenant) (s) | gunique: CREATE UNIQUE INDEX ... USING gunique (id) (s) | gunique / local |\n";
+		p "|---:|---:|---:|---:|\n";
+		for my $s (@b) {
+			p "| $s | ", $med->("build-$s", 'seconds', 'local'), " | ", $med->("build-$s", 'seconds', 'gunique'), " | ",
+			  $rfmt->($ratios->("build-$s", 'seconds', 'gunique', 'local')), " |\n";
+		}
+		p "\n";
+		undef $worst_spread;
+	}
+	p "### Issue 44's targets (2 workers on this machine)\n\n", @targets, "\n" if @targets;
 }
 
 # Sanity checks -------------------------------------------------------------

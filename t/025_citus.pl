@@ -91,8 +91,9 @@ like($err, qr/duplicate key value/, 'a key twice in one INSERT is a unique viola
 ($ret, $out, $err) = $coord->psql('postgres',
 	"BEGIN; INSERT INTO ev VALUES (1, 9002, 'a'); INSERT INTO ev VALUES (2, 9002, 'b'); COMMIT");
 like($err, qr/duplicate key value/, 'a key twice in one transaction is a unique violation');
-# more keys than go one by one go in one INSERT ... SELECT: a held key
-# among them, or one twice, is found all the same
+# many keys go in INSERTs of 64, 32, ... rows, a thousand and more in one
+# INSERT ... SELECT: a held key among them, or one twice, is found all the
+# same
 ($ret, $out, $err) = $coord->psql('postgres',
 	q{INSERT INTO ev SELECT g % 40, 100000 + g, 'm' FROM generate_series(1, 199) g
 	  UNION ALL SELECT 3, 5, 'held'});
@@ -102,6 +103,11 @@ like($err, qr/Key \(id\)=\(5\) already exists in the row with \(tenant\)=\(5\)/,
 	q{INSERT INTO ev SELECT g % 40, 100000 + g, 'm' FROM generate_series(1, 199) g
 	  UNION ALL SELECT 5, 100001, 'twice'});
 like($err, qr/Key \(id\)=\(100001\) already exists/, 'so is a key twice among many');
+($ret, $out, $err) = $coord->psql('postgres',
+	q{INSERT INTO ev SELECT g % 40, 100000 + g, 'm' FROM generate_series(1, 1199) g
+	  UNION ALL SELECT 3, 5, 'held'});
+like($err, qr/Key \(id\)=\(5\) already exists in the row with \(tenant\)=\(5\)/,
+	'and among a thousand and more, which go in one INSERT ... SELECT');
 is($coord->safe_psql('postgres', 'SELECT count(*) FROM ev WHERE id > 100000'),
 	'0', 'and neither leaves a row');
 # a second global key, on payload: a row whose id is new but whose payload

@@ -41,11 +41,16 @@
 #include "am/tree.h"
 #include "citus/globalkey.h"
 
-/* The statements kept per key table. */
+/*
+ * The statements kept per key table.  KEYS_INSERT_ONE and the next
+ * KEYS_CHUNKS insert 1, 2, 4, ... rows (one VALUES list each).
+ */
+#define KEYS_CHUNKS 6
 typedef enum KeyStatement
 {
 	KEYS_INSERT_ONE,
-	KEYS_INSERT_MANY,
+	KEYS_INSERT_LAST = KEYS_INSERT_ONE + KEYS_CHUNKS,
+	KEYS_INSERT_BULK,
 	KEYS_DELETE_ONE,
 	KEYS_DELETE_MANY,
 	KEYS_OWNER,
@@ -60,14 +65,18 @@ typedef struct KeyPlans
 
 static HTAB *key_plans = NULL;
 
+/* The rows an insert statement adds. */
+#define KEYS_ROWS(which) (1 << ((which) - KEYS_INSERT_ONE))
+
 /*
- * From how many keys one INSERT ... SELECT adds them all: below, one
- * statement per key, each a round trip to one worker, costs less than
- * Citus's INSERT ... SELECT through the coordinator.  Measured with two
- * workers and 32 shards: even at about 64 keys, a third of the cost at
- * 32, twice the cost at 128, seven times at 500.
+ * From how many keys one INSERT ... SELECT FROM unnest(...) adds them all,
+ * through the coordinator and a connection per shard: cheaper than the
+ * VALUES lists for one statement's thousands of keys (COPY, CREATE INDEX:
+ * measured with two workers, 7 times at 500 keys in one session), dearer
+ * for many writers' hundreds (bench workload 10: 100-row INSERTs of 8
+ * clients took 7 times as long as with VALUES lists).
  */
-#define KEYS_MANY 64
+#define KEYS_BULK 1000
 
 /* True when some key table may exist in this database. */
 bool
@@ -258,13 +267,7 @@ statement_text(GuniqueGlobalKey *gk, KeyStatement which)
 	initStringInfo(&buf);
 	switch (which)
 	{
-		case KEYS_INSERT_ONE:
-			appendStringInfo(&buf, "INSERT INTO %s VALUES (", table);
-			for (int i = 0; i <= gk->nkeys; i++)
-				appendStringInfo(&buf, "%s$%d", i > 0 ? ", " : "", i + 1);
-			appendStringInfoString(&buf, ") ON CONFLICT DO NOTHING");
-			break;
-		case KEYS_INSERT_MANY:
+		case KEYS_INSERT_BULK:
 			appendStringInfo(&buf, "WITH added AS (INSERT INTO %s SELECT * FROM unnest(",
 							 table);
 			for (int i = 0; i <= gk->nkeys; i++)
@@ -288,7 +291,17 @@ statement_text(GuniqueGlobalKey *gk, KeyStatement which)
 								 i + 1);
 			break;
 		default:
-			elog(ERROR, "unexpected key table statement %d", (int) which);
+			if (which < KEYS_INSERT_ONE || which > KEYS_INSERT_LAST)
+				elog(ERROR, "unexpected key table statement %d", (int) which);
+			appendStringInfo(&buf, "INSERT INTO %s VALUES ", table);
+			for (int r = 0, n = 0; r < KEYS_ROWS(which); r++)
+			{
+				appendStringInfoString(&buf, r > 0 ? ", (" : "(");
+				for (int i = 0; i <= gk->nkeys; i++)
+					appendStringInfo(&buf, "%s$%d", i > 0 ? ", " : "", ++n);
+				appendStringInfoChar(&buf, ')');
+			}
+			appendStringInfoString(&buf, " ON CONFLICT DO NOTHING");
 	}
 	return buf.data;
 }
@@ -297,13 +310,16 @@ statement_text(GuniqueGlobalKey *gk, KeyStatement which)
 static int
 statement_types(GuniqueGlobalKey *gk, KeyStatement which, Oid *types)
 {
-	bool		arrays = (which == KEYS_DELETE_MANY || which == KEYS_INSERT_MANY);
-	int			n = (which == KEYS_INSERT_ONE || which == KEYS_INSERT_MANY) ?
-		gk->nkeys + 1 : (which == KEYS_DELETE_MANY ? 1 : gk->nkeys);
+	bool		arrays = (which == KEYS_DELETE_MANY || which == KEYS_INSERT_BULK);
+	bool		insert = (which >= KEYS_INSERT_ONE && which <= KEYS_INSERT_LAST);
+	int			n = insert ? KEYS_ROWS(which) * (gk->nkeys + 1) :
+		which == KEYS_INSERT_BULK ? gk->nkeys + 1 :
+		(which == KEYS_DELETE_MANY ? 1 : gk->nkeys);
 
 	for (int i = 0; i < n; i++)
 	{
-		Oid			type = i < gk->nkeys ? gk->keytype[i] : gk->disttype;
+		int			col = insert ? i % (gk->nkeys + 1) : i;
+		Oid			type = col < gk->nkeys ? gk->keytype[col] : gk->disttype;
 
 		types[i] = arrays ? get_array_type(type) : type;
 		if (!OidIsValid(types[i]))
@@ -339,7 +355,8 @@ key_statement(GuniqueGlobalKey *gk, KeyStatement which)
 		memset(entry->plans, 0, sizeof(entry->plans));
 	if (entry->plans[which] == NULL)
 	{
-		Oid			types[INDEX_MAX_KEYS + 1];
+		Oid		   *types = palloc(sizeof(Oid) * (INDEX_MAX_KEYS + 1) *
+									   KEYS_ROWS(KEYS_INSERT_LAST));
 		int			n = statement_types(gk, which, types);
 		SPIPlanPtr	plan = SPI_prepare(statement_text(gk, which), n, types);
 
@@ -504,13 +521,15 @@ report_duplicate(GuniqueGlobalKey *gk, Datum *keys)
 }
 
 /*
- * After an INSERT of many keys added fewer rows than it was given: the
- * first row whose key the key table gives another distribution value is
- * the duplicate.  A key the batch holds twice for one distribution value
- * is the shards' own index's to refuse, which it did before this.
+ * After an insert of rows first .. first + n - 1 of the batch added fewer
+ * than n: the first of them whose key the key table gives another
+ * distribution value is the duplicate.  A key the batch holds twice for
+ * one distribution value is the shards' own index's to refuse, which it
+ * did before this.
  */
 static void
-report_duplicate_in_batch(GuniqueGlobalKey *gk, GuniqueKeyBatch *batch)
+report_duplicate_in_batch(GuniqueGlobalKey *gk, GuniqueKeyBatch *batch,
+						  int first, int n)
 {
 	Datum		args[INDEX_MAX_KEYS + 1];
 	Datum		owner;
@@ -518,14 +537,14 @@ report_duplicate_in_batch(GuniqueGlobalKey *gk, GuniqueKeyBatch *batch)
 	bool		byval;
 
 	get_typlenbyval(gk->disttype, &len, &byval);
-	for (int i = 0; i < batch->nrows; i++)
+	for (int i = first; i < first + n; i++)
 	{
 		row_arguments(gk, batch, i, true, args);
 		if (!lookup_owner(gk, args, &owner, CurrentMemoryContext) ||
 			!datumIsEqual(owner, batch->dist[i], byval, len))
 			report_duplicate(gk, args);
 	}
-	row_arguments(gk, batch, 0, true, args);
+	row_arguments(gk, batch, first, true, args);
 	report_duplicate(gk, args);
 }
 
@@ -534,48 +553,59 @@ report_duplicate_in_batch(GuniqueGlobalKey *gk, GuniqueKeyBatch *batch)
  * 23505 for the first key that is there already (or twice in the batch).
  * ON CONFLICT DO NOTHING, not a plain INSERT: a key another transaction is
  * inserting or deleting is waited for, as btree waits, and a conflict is
- * known without a subtransaction on every node.  A few keys go one row per
- * statement; more go in one INSERT ... SELECT FROM unnest(...), which Citus
- * runs through the coordinator, and whose RETURNING, counted by a SELECT
- * over it, counts the rows it added (Citus's own count is of the rows it
- * tried, which SPI refuses to see differ from those returned).
+ * known without a subtransaction on every node.  The keys go in INSERTs of
+ * 64, 32, ... 1 rows (one VALUES list each), which Citus splits by shard
+ * and sends over one connection per worker, or, from KEYS_BULK keys, in
+ * one INSERT ... SELECT.  The count of an INSERT ... VALUES is of the rows
+ * it added; an INSERT ... SELECT's, of those it tried, so a CTE's SELECT
+ * counts its RETURNING rows (SPI refuses the two counts differing).
  */
 void
 gunique_keys_insert(GuniqueGlobalKey *gk, GuniqueKeyBatch *batch)
 {
-	Datum		args[INDEX_MAX_KEYS + 1];
+	Datum	   *args;
 	Oid			save_user;
 	int			save_sec;
-	bool		isnull;
+	int			done = 0;
 
 	if (batch->nrows == 0)
 		return;
+	args = palloc(sizeof(Datum) * (gk->nkeys + 1) * KEYS_ROWS(KEYS_INSERT_LAST));
 	keys_connect(gk, &save_user, &save_sec);
-	if (batch->nrows >= KEYS_MANY)
+	if (batch->nrows >= KEYS_BULK)
 	{
+		bool		isnull;
+
 		for (int k = 0; k <= gk->nkeys; k++)
 			args[k] = column_array(gk, batch, k);
-		if (SPI_execute_plan(key_statement(gk, KEYS_INSERT_MANY), args, NULL,
+		if (SPI_execute_plan(key_statement(gk, KEYS_INSERT_BULK), args, NULL,
 							 false, 0) != SPI_OK_SELECT || SPI_processed != 1)
 			elog(ERROR, "inserting into key table \"%s\" failed",
 				 get_rel_name(gk->keytable));
 		if (DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[0],
 										SPI_tuptable->tupdesc, 1, &isnull)) !=
 			batch->nrows)
-			report_duplicate_in_batch(gk, batch);
+			report_duplicate_in_batch(gk, batch, 0, batch->nrows);
+		done = batch->nrows;
 	}
-	else
-		for (int i = 0; i < batch->nrows; i++)
-		{
-			row_arguments(gk, batch, i, true, args);
-			if (SPI_execute_plan(key_statement(gk, KEYS_INSERT_ONE), args, NULL,
-								 false, 0) != SPI_OK_INSERT)
-				elog(ERROR, "inserting into key table \"%s\" failed",
-					 get_rel_name(gk->keytable));
-			if (SPI_processed != 1)
-				report_duplicate(gk, args);
-		}
+	while (done < batch->nrows)
+	{
+		KeyStatement which = KEYS_INSERT_LAST;
+
+		while (KEYS_ROWS(which) > batch->nrows - done)
+			which--;
+		for (int r = 0; r < KEYS_ROWS(which); r++)
+			row_arguments(gk, batch, done + r, true, args + r * (gk->nkeys + 1));
+		if (SPI_execute_plan(key_statement(gk, which), args, NULL, false, 0) !=
+			SPI_OK_INSERT)
+			elog(ERROR, "inserting into key table \"%s\" failed",
+				 get_rel_name(gk->keytable));
+		if (SPI_processed != (uint64) KEYS_ROWS(which))
+			report_duplicate_in_batch(gk, batch, done, KEYS_ROWS(which));
+		done += KEYS_ROWS(which);
+	}
 	keys_finish(save_user, save_sec);
+	pfree(args);
 }
 
 /* Removes the batch's keys from the key table, in this transaction. */

@@ -17,7 +17,7 @@ use PostgreSQL::Test::Utils;
 use Exporter 'import';
 use IPC::Run;
 
-our @EXPORT = qw(citus_available citus_cluster);
+our @EXPORT = qw(citus_available citus_cluster citus_add_worker citus_node);
 
 # Is Citus installed for a PostgreSQL: a node's, the one of a pg_config
 # path, or, with neither, that of the pg_config the PATH finds (make
@@ -44,6 +44,34 @@ sub citus_available
 	  && -f "$dir{'--sharedir'}/extension/citus.control";
 }
 
+# A node named $name that preloads citus and then gunique, with $conf
+# appended to its postgresql.conf, started, citus and gunique created.
+sub citus_node
+{
+	my ($name, $conf) = @_;
+	my $node = PostgreSQL::Test::Cluster->new($name);
+	$node->init;
+	# citus must come first; prepared transactions are its two-phase
+	# commits, logical decoding and WAL senders its shard moves; it must
+	# not report to Citus Data from a test; and a node reaches itself (the
+	# background tasks of the shard rebalancer do) where the others reach
+	# it, not at localhost, where a test's node may not listen
+	$node->append_conf(
+		'postgresql.conf', qq{
+shared_preload_libraries = 'citus,gunique'
+max_prepared_transactions = 20
+wal_level = logical
+max_wal_senders = 10
+max_replication_slots = 10
+fsync = off
+citus.enable_statistics_collection = off
+citus.local_hostname = '${\ $node->host }'
+} . ($conf // ''));
+	$node->start;
+	$node->safe_psql('postgres', 'CREATE EXTENSION citus; CREATE EXTENSION gunique;');
+	return $node;
+}
+
 # Start a coordinator and $params{workers} workers (2), named
 # "$params{name}_coordinator", "$params{name}_worker1", ... ($params{name}
 # "citus"), with $params{conf} appended to each node's postgresql.conf;
@@ -55,38 +83,25 @@ sub citus_cluster
 	my $name = $params{name} // 'citus';
 	my $workers = $params{workers} // 2;
 
-	my @nodes = (PostgreSQL::Test::Cluster->new("${name}_coordinator"));
-	push @nodes, PostgreSQL::Test::Cluster->new("${name}_worker$_") for 1 .. $workers;
-	foreach my $node (@nodes)
-	{
-		$node->init;
-		# citus must come first; prepared transactions are its two-phase
-		# commits, logical decoding and WAL senders its shard moves; and it
-		# must not report to Citus Data from a test
-		$node->append_conf(
-			'postgresql.conf', qq{
-shared_preload_libraries = 'citus,gunique'
-max_prepared_transactions = 20
-wal_level = logical
-max_wal_senders = 10
-max_replication_slots = 10
-fsync = off
-citus.enable_statistics_collection = off
-} . ($params{conf} // ''));
-		$node->start;
-		$node->safe_psql('postgres', 'CREATE EXTENSION citus; CREATE EXTENSION gunique;');
-	}
-
-	my ($coordinator, @workers) = @nodes;
+	my $coordinator = citus_node("${name}_coordinator", $params{conf});
 	$coordinator->safe_psql('postgres',
 		sprintf(q{SELECT citus_set_coordinator_host('%s', %d)},
 			$coordinator->host, $coordinator->port));
-	foreach my $worker (@workers)
-	{
-		$coordinator->safe_psql('postgres',
-			sprintf(q{SELECT citus_add_node('%s', %d)}, $worker->host, $worker->port));
-	}
+	my @workers = map { citus_add_worker($coordinator, "${name}_worker$_", $params{conf}) } 1 .. $workers;
 	return ($coordinator, @workers);
+}
+
+# A new worker named $name, made as citus_cluster's are (with $conf), and
+# added to $coordinator's cluster (citus_add_node), which gives it Citus's
+# metadata and the shells of the distributed tables, but no shard yet:
+# citus_add_node puts none there, the shard rebalancer moves some.
+sub citus_add_worker
+{
+	my ($coordinator, $name, $conf) = @_;
+	my $worker = citus_node($name, $conf);
+	$coordinator->safe_psql('postgres',
+		sprintf(q{SELECT citus_add_node('%s', %d)}, $worker->host, $worker->port));
+	return $worker;
 }
 
 1;

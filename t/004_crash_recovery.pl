@@ -23,6 +23,9 @@ use PostgreSQL::Test::Utils;
 use Test::More;
 use IPC::Run;
 use Time::HiRes qw(time usleep);
+use FindBin;
+use lib "$FindBin::RealBin/lib";
+use GuniqueCrash;
 
 my $nparts = 8;
 my $keys = 20000;    # b is drawn from 1..$keys
@@ -141,30 +144,11 @@ is($node->safe_psql('postgres',
 		q{SELECT count(*) FROM pg_stat_activity WHERE application_name = 'gunique_bench'}),
 	$clients, 'every client is connected when the server is killed');
 
-# Kill the postmaster and every process it started, at once: stop them all,
-# then kill them.
+# Kill the postmaster and every process it started, at once (GuniqueCrash).
 my $pm = $node->{_pid};
-my @children;
-opendir(my $proc, '/proc') or die "no /proc: $!";
-for my $pid (grep { /^\d+$/ } readdir $proc)
-{
-	open(my $st, '<', "/proc/$pid/stat") or next;
-	my $stat = <$st>;
-	close $st;
-	push @children, $pid if defined $stat && $stat =~ /^\d+ \(.*\) \S (\d+) / && $1 == $pm;
-}
-closedir $proc;
-note sprintf('killing postmaster %d and %d children; %d rows committed, %d inserted since the checkpoint',
-	$pm, scalar @children, $count, $count - $initial);
-kill 'STOP', $pm, @children;
-kill 'KILL', @children;
-$node->kill9;
-# Wait until they are gone, so the new postmaster finds its shared memory free.
-for my $i (1 .. 100)
-{
-	last unless grep { kill 0, $_ } @children;
-	usleep(100_000);
-}
+my $children = crash_node($node);
+note sprintf('killed postmaster %d and %d children; %d rows committed, %d inserted since the checkpoint',
+	$pm, $children, $count, $count - $initial);
 
 $bench->finish;
 isnt($?, 0, 'pgbench was cut off by the crash');

@@ -52,6 +52,7 @@ use Time::HiRes qw(time usleep);
 use FindBin;
 use lib "$FindBin::RealBin/lib";
 use GuniqueCitus;
+use GuniqueCrash;
 
 plan skip_all => 'Citus is not installed for this PostgreSQL (tools/install-deps builds it into 17 and 18)'
   unless citus_available();
@@ -457,32 +458,6 @@ my $prepared = q{SELECT count(*) FROM pg_prepared_xacts};
 	check_state('coordinator crash before COMMIT PREPARED');
 }
 
-# Kill a node's postmaster and every process it started, at once (t/004).
-sub crash
-{
-	my ($node) = @_;
-	my $pm = $node->{_pid};
-	my @children;
-	opendir(my $proc, '/proc') or die "no /proc: $!";
-	for my $pid (grep { /^\d+$/ } readdir $proc)
-	{
-		open(my $st, '<', "/proc/$pid/stat") or next;
-		my $stat = <$st>;
-		close $st;
-		push @children, $pid if defined $stat && $stat =~ /^\d+ \(.*\) \S (\d+) / && $1 == $pm;
-	}
-	closedir $proc;
-	kill 'STOP', $pm, @children;
-	kill 'KILL', @children;
-	$node->kill9;
-	for (1 .. 100)
-	{
-		last unless grep { kill 0, $_ } @children;
-		usleep(100_000);
-	}
-	return scalar @children;
-}
-
 # b4. A worker killed while clients on the coordinator and on worker1
 # write: first worker2, then worker1, which runs clients itself and began
 # their transactions (its own pg_dist_transaction says how they ended).
@@ -535,7 +510,7 @@ foreach my $round (1, 2)
 		}
 		cmp_ok($in_doubt, '>', 0, "$name: worker2 holds transactions of held clients prepared");
 	}
-	note "$name: killed it and " . crash($victim) . ' processes of it';
+	note "$name: killed it and " . crash_node($victim) . ' processes of it';
 	# the held clients go on: COMMIT PREPARED fails on worker2
 	unlink($pause_load) if $round == 1;
 	# every client meets the worker gone and aborts; the time limit is a

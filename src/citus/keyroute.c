@@ -37,7 +37,7 @@
 #include "citus/globalkey.h"
 #include "citus/keyroute.h"
 
-#if PG_VERSION_NUM >= 180000
+#ifdef GUNIQUE_EXPLAIN_HEADERS
 #include "commands/explain_format.h"
 #endif
 
@@ -228,7 +228,7 @@ List *
 gunique_citus_route(Query *parse, int cursorOptions, ParamListInfo boundParams)
 {
 	List	   *routes = NIL;
-	int			paramid = 0;
+	int			paramid = -1;	/* the last one numbered, found when needed */
 	ListCell   *lc;
 
 	/* a scrollable cursor needs a plan that runs backward: not routed */
@@ -237,9 +237,6 @@ gunique_citus_route(Query *parse, int cursorOptions, ParamListInfo boundParams)
 		(parse->commandType != CMD_SELECT && parse->commandType != CMD_UPDATE &&
 		 parse->commandType != CMD_DELETE))
 		return NIL;
-	(void) max_param_walker((Node *) parse, &paramid);
-	if (boundParams != NULL)
-		paramid = Max(paramid, boundParams->numParams);
 
 	foreach(lc, parse->jointree->fromlist)
 	{
@@ -260,9 +257,15 @@ gunique_citus_route(Query *parse, int cursorOptions, ParamListInfo boundParams)
 		if (!rel->rd_rel->relrowsecurity)
 			foreach(lg, gunique_citus_global_keys(rel))
 			{
-				List	   *route = route_relation(parse, ref->rtindex, rel,
-												   lfirst(lg), paramid + 1);
+				List	   *route;
 
+				if (paramid < 0)
+				{
+					paramid = boundParams ? boundParams->numParams : 0;
+					(void) max_param_walker((Node *) parse, &paramid);
+				}
+				route = route_relation(parse, ref->rtindex, rel, lfirst(lg),
+									   paramid + 1);
 				if (route != NIL)
 				{
 					routes = lappend(routes, route);

@@ -40,7 +40,7 @@
 #include "citus/keyroute.h"
 #include "citus/keysync.h"
 
-#if PG_VERSION_NUM >= 180000
+#ifdef GUNIQUE_EXPLAIN_HEADERS
 #include "commands/explain_format.h"
 #endif
 

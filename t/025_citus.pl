@@ -373,8 +373,43 @@ is($coord->safe_psql('postgres', 'SELECT count(*) FROM pev WHERE id = 7'), '1',
 $coord->safe_psql('postgres', "INSERT INTO pev VALUES (4, 1001, '2026-03-10')");
 ($n, $rows) = remote_statements($coord, 'SELECT tenant, ts FROM pev WHERE id = 1001');
 is("$n $rows", '2 4|2026-03-10', 'a lookup by the key on a partitioned table is routed');
+# Citus builds the shards' indexes over more connections than the one it
+# turned DDL propagation off on: each takes the statement as unique
+$coord->safe_psql('postgres', q{
+CREATE TABLE pev32 (tenant int, id bigint, payload text) PARTITION BY HASH (payload);
+CREATE TABLE pev32_p0 PARTITION OF pev32 FOR VALUES WITH (MODULUS 2, REMAINDER 0);
+CREATE TABLE pev32_p1 PARTITION OF pev32 FOR VALUES WITH (MODULUS 2, REMAINDER 1);
+SELECT create_distributed_table('pev32', 'tenant', shard_count => 32);
+INSERT INTO pev32 SELECT g % 50, g, 'p' || g FROM generate_series(1, 10000) g;
+CREATE UNIQUE INDEX pev32_id ON pev32 USING gunique (id);
+DROP INDEX pev32_id;
+CREATE UNIQUE INDEX pev32_id ON pev32 USING gunique (id);
+});
+is($coord->safe_psql('postgres', 'SELECT count(*) FROM gunique_keys."public.pev32_id"'),
+	'10000', 'CREATE INDEX again on a partitioned table of 32 shards with rows');
+$coord->safe_psql('postgres', 'DROP TABLE pev32');
 refused('ALTER TABLE pev DETACH PARTITION pev_3',
 	qr/cannot attach or detach a partition of table "pev"/, 'DETACH PARTITION is refused');
+
+# a worker reads key table shards of its own locally: a conflict found
+# there names the right key and its holder (the key table read again in
+# a new snapshot); many keys in a session that plans generically go in as
+# in any other (Citus cannot plan that INSERT ... SELECT generically)
+my $elsewhere = $coord->safe_psql('postgres', q{SELECT min(t) FROM generate_series(0, 39) t
+	WHERE get_shard_id_for_distribution_column('ev', t) <> get_shard_id_for_distribution_column('ev', 4)});
+foreach my $worker (@workers)
+{
+	my ($r, $o, $e) = $worker->psql('postgres',
+		qq{INSERT INTO ev SELECT g % 40, 200000 + g, 'w' FROM generate_series(1, 99) g
+		  UNION ALL SELECT $elsewhere, 31339, 'held'});
+	like($e, qr/Key \(id\)=\(31339\) already exists in the row with \(tenant\)=\(4\)/,
+		'a held key among many, sent to worker ' . $worker->name . ', is named with its holder');
+}
+$coord->safe_psql('postgres', q{SET plan_cache_mode = force_generic_plan;
+	INSERT INTO ev SELECT g % 40, 300000 + g, 'g' FROM generate_series(1, 1100) g});
+is($coord->safe_psql('postgres', 'SELECT count(*) FROM gunique_keys."public.ev_id" WHERE id > 300000'),
+	'1100', 'a thousand keys go in with plan_cache_mode = force_generic_plan');
+$coord->safe_psql('postgres', 'DELETE FROM ev WHERE id > 300000');
 
 # Citus's functions that make the table again: the new table's index makes
 # a new key table, the old table's DROP takes the old one

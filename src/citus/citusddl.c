@@ -126,8 +126,10 @@ is_citus_shard(Oid relid)
  * coordinator, which refuses a unique index on a partitioned table that
  * leaves out its partition key, and Citus sends the shards that statement.
  * On the shard it is made unique again and goes to gunique's partitioned
- * DDL (src/citus/README, B19).  Only Citus's own statement, with its DDL
- * propagation off, on a partitioned shard of a Citus table, qualifies.
+ * DDL (src/citus/README, B19).  Only a non-unique CREATE INDEX ... USING
+ * gunique on a partitioned shard of a Citus table qualifies: gunique
+ * refuses that statement from anyone else, and Citus sends it over
+ * connections whether or not it turned their DDL propagation off.
  */
 static bool
 shard_index(GuniqueUtilityCall *u, IndexStmt *stmt)
@@ -856,9 +858,11 @@ gunique_citus_utility(PlannedStmt *pstmt, const char *queryString,
 		return false;
 	if (!IsA(parsetree, IndexStmt) && !gunique_citus_present())
 		return false;
+	if (IsA(parsetree, IndexStmt) && gunique_citus_present() &&
+		shard_index(&u, (IndexStmt *) parsetree))
+		return true;
 	if (!citus_propagates())
-		return IsA(parsetree, IndexStmt) && gunique_citus_present() &&
-			shard_index(&u, (IndexStmt *) parsetree);
+		return false;
 	if (IsA(parsetree, IndexStmt))
 		return create_global_key(&u, (IndexStmt *) parsetree);
 	if (IsA(parsetree, TruncateStmt))

@@ -448,12 +448,16 @@ keys_finish(Oid save_user, int save_sec)
 
 /*
  * The distribution value the key table holds for a key into *dist, in the
- * caller's memory context; false when the key is not there.  Run between
+ * caller's memory context; false when the key is not there.  In the
+ * statement's snapshot, or with "latest" in a new one that sees this
+ * statement's own keys and what committed since (a conflict's holder: a
+ * worker reads a key table shard of its own locally, in the snapshot
+ * given, not in a remote transaction that sees both).  Run between
  * keys_connect and keys_finish.
  */
 static bool
 lookup_owner(GuniqueGlobalKey *gk, Datum *keys, Datum *dist,
-			 MemoryContext cxt)
+			 MemoryContext cxt, bool latest)
 {
 	bool		isnull = true;
 	Datum		d;
@@ -461,8 +465,8 @@ lookup_owner(GuniqueGlobalKey *gk, Datum *keys, Datum *dist,
 	bool		byval;
 	MemoryContext old;
 
-	if (SPI_execute_plan(key_statement(gk, KEYS_OWNER), keys, NULL, true, 1) !=
-		SPI_OK_SELECT)
+	if (SPI_execute_plan(key_statement(gk, KEYS_OWNER), keys, NULL, !latest,
+						 1) != SPI_OK_SELECT)
 		elog(ERROR, "reading key table \"%s\" failed",
 			 get_rel_name(gk->keytable));
 	if (SPI_processed != 1)
@@ -491,7 +495,7 @@ gunique_keys_owner(GuniqueGlobalKey *gk, Datum *keys, Datum *dist)
 	bool		found;
 
 	keys_connect(gk, &save_user, &save_sec);
-	found = lookup_owner(gk, keys, dist, cxt);
+	found = lookup_owner(gk, keys, dist, cxt, false);
 	keys_finish(save_user, save_sec);
 	return found;
 }
@@ -509,7 +513,7 @@ report_duplicate(GuniqueGlobalKey *gk, Datum *keys)
 									NoLock);
 	Datum		d;
 
-	if (lookup_owner(gk, keys, &d, CurrentMemoryContext))
+	if (lookup_owner(gk, keys, &d, CurrentMemoryContext, true))
 		owner = describe(gk, gk->nkeys, 1, &d);
 	ereport(ERROR,
 			(errcode(ERRCODE_UNIQUE_VIOLATION),
@@ -540,7 +544,7 @@ report_duplicate_in_batch(GuniqueGlobalKey *gk, GuniqueKeyBatch *batch,
 	for (int i = first; i < first + n; i++)
 	{
 		row_arguments(gk, batch, i, true, args);
-		if (!lookup_owner(gk, args, &owner, CurrentMemoryContext) ||
+		if (!lookup_owner(gk, args, &owner, CurrentMemoryContext, true) ||
 			!datumIsEqual(owner, batch->dist[i], byval, len))
 			report_duplicate(gk, args);
 	}
@@ -576,10 +580,18 @@ gunique_keys_insert(GuniqueGlobalKey *gk, GuniqueKeyBatch *batch)
 	{
 		bool		isnull;
 
+		Oid			types[INDEX_MAX_KEYS + 1];
+		int			n = statement_types(gk, KEYS_INSERT_BULK, types);
+
+		/*
+		 * Planned with its values, not kept: Citus cannot plan an INSERT ...
+		 * SELECT over parameters it is not given (a generic plan).
+		 */
 		for (int k = 0; k <= gk->nkeys; k++)
 			args[k] = column_array(gk, batch, k);
-		if (SPI_execute_plan(key_statement(gk, KEYS_INSERT_BULK), args, NULL,
-							 false, 0) != SPI_OK_SELECT || SPI_processed != 1)
+		if (SPI_execute_with_args(statement_text(gk, KEYS_INSERT_BULK), n, types,
+								  args, NULL, false, 0) != SPI_OK_SELECT ||
+			SPI_processed != 1)
 			elog(ERROR, "inserting into key table \"%s\" failed",
 				 get_rel_name(gk->keytable));
 		if (DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[0],

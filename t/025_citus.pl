@@ -294,6 +294,10 @@ is("$n $rows", '3 2', 'a DELETE by the key goes to the row\'s shard and the key\
 is($coord->safe_psql('postgres', 'SELECT count(*) FROM gunique_keys."public.ev_id" WHERE id = 31338'),
 	'0', 'and its key goes');
 
+refused("UPDATE ev SET tenant = 5 WHERE id = 31337",
+	qr/modifying the partition value of rows is not allowed/,
+	'an UPDATE of the distribution column by the key is Citus\'s to refuse (not routed)');
+
 # the key table is written and read as its owner: a user who may write
 # the table needs no privilege on it
 $coord->safe_psql('postgres', q{CREATE ROLE app LOGIN;

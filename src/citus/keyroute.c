@@ -157,6 +157,29 @@ column_var(Relation rel, int rti, AttrNumber attno)
 }
 
 /*
+ * Whether the statement is an UPDATE of column attno of rti.  Citus
+ * refuses to change a distribution value, but with the distribution column
+ * compared to a parameter it fails an assertion (or dereferences NULL) on
+ * the way: such an UPDATE is left unrouted, for Citus to refuse.
+ */
+static bool
+sets_column(Query *parse, int rti, AttrNumber attno)
+{
+	ListCell   *lc;
+
+	if (parse->commandType != CMD_UPDATE || parse->resultRelation != rti)
+		return false;
+	foreach(lc, parse->targetList)
+	{
+		TargetEntry *tle = lfirst(lc);
+
+		if (!tle->resjunk && tle->resno == attno)
+			return true;
+	}
+	return false;
+}
+
+/*
  * Relation rti looked up by the whole of global key gk, with no value for
  * its distribution column: adds "distcol = $paramid" to the statement's
  * conditions, and returns the route for the plan (NIL if none).
@@ -174,7 +197,8 @@ route_relation(Query *parse, int rti, Relation rel, GuniqueGlobalKey *gk,
 	tc = lookup_type_cache(gk->disttype,
 						   TYPECACHE_EQ_OPR | TYPECACHE_BTREE_OPFAMILY);
 	if (!OidIsValid(tc->eq_opr) ||
-		find_value(quals, rti, dist, tc->btree_opf) != NULL)
+		find_value(quals, rti, dist, tc->btree_opf) != NULL ||
+		sets_column(parse, rti, gk->distattno))
 		return NIL;
 	for (int i = 0; i < gk->nkeys; i++)
 	{

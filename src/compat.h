@@ -254,6 +254,16 @@ gunique_lock_held_or_stronger(const LOCKTAG *tag, LOCKMODE mode)
 #endif
 
 /*
+ * PostgreSQL 18 gives a query's grouping a range table entry of its own
+ * (RTE_GROUP).
+ */
+#if PG_VERSION_NUM >= 180000
+#define GUNIQUE_RTE_IS_GROUP(rte) ((rte)->rtekind == RTE_GROUP)
+#else
+#define GUNIQUE_RTE_IS_GROUP(rte) ((void) (rte), false)
+#endif
+
+/*
  * The schema of an extension: get_extension_schema is exported from
  * PostgreSQL 16 on; before, pg_extension is read here as it does.
  */

@@ -294,6 +294,14 @@ is("$n $rows", '3 2', 'a DELETE by the key goes to the row\'s shard and the key\
 is($coord->safe_psql('postgres', 'SELECT count(*) FROM gunique_keys."public.ev_id" WHERE id = 31338'),
 	'0', 'and its key goes');
 
+# a join is not routed: Citus must know a parameter's value when it plans
+# one, and reads every shard
+$coord->safe_psql('postgres', q{CREATE TABLE ref (tenant int, name text);
+	SELECT create_reference_table('ref');
+	INSERT INTO ref SELECT g, 't' || g FROM generate_series(0, 39) g});
+($n, $rows) = remote_statements($coord,
+	'SELECT r.name FROM ev e, ref r WHERE e.tenant = r.tenant AND e.id = 31337');
+ok($n > 2 && $rows eq 't1', 'a join by the key reads every shard and finds the row');
 refused("UPDATE ev SET tenant = 5 WHERE id = 31337",
 	qr/modifying the partition value of rows is not allowed/,
 	'an UPDATE of the distribution column by the key is Citus\'s to refuse (not routed)');

@@ -242,8 +242,34 @@ max_param_walker(Node *node, int *max)
 }
 
 /*
- * Routes a SELECT, UPDATE or DELETE by the global keys of the relations of
- * its top join level, whose whole key it gives: returns the routes for
+ * Whether the statement reads one relation and nothing else: Citus prunes
+ * shards by a parameter's value at executor start only in such a
+ * statement (its "fast path"); in a join, a subquery or a CTE it must know
+ * every parameter's value when it plans, and ours has none then.
+ */
+static bool
+single_relation(Query *parse)
+{
+	int			relations = 0;
+	ListCell   *lc;
+
+	if (parse->hasSubLinks || parse->cteList != NIL || parse->setOperations)
+		return false;
+	foreach(lc, parse->rtable)
+	{
+		RangeTblEntry *rte = lfirst(lc);
+
+		if (rte->rtekind == RTE_RELATION)
+			relations++;
+		else if (!GUNIQUE_RTE_IS_GROUP(rte))
+			return false;
+	}
+	return relations == 1;
+}
+
+/*
+ * Routes a SELECT, UPDATE or DELETE of one relation by its global keys,
+ * whose whole key it gives: returns the routes for
  * gunique_citus_route_plan (src/citus/README, "Lookups").  The parameters
  * it adds are numbered after every parameter the statement has or is given,
  * so that no value planned with fills them.
@@ -259,7 +285,8 @@ gunique_citus_route(Query *parse, int cursorOptions, ParamListInfo boundParams)
 	if (parse->jointree == NULL || parse->jointree->quals == NULL ||
 		(cursorOptions & CURSOR_OPT_SCROLL) ||
 		(parse->commandType != CMD_SELECT && parse->commandType != CMD_UPDATE &&
-		 parse->commandType != CMD_DELETE))
+		 parse->commandType != CMD_DELETE) ||
+		!single_relation(parse))
 		return NIL;
 
 	foreach(lc, parse->jointree->fromlist)

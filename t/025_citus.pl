@@ -319,6 +319,19 @@ is($coord->safe_psql('postgres', $app . 'SELECT tenant FROM ev WHERE id = 31339'
 	'4', 'and looks up by the key');
 refused($app . 'SELECT * FROM gunique_keys."public.ev_id"',
 	qr/permission denied for schema gunique_keys/, 'but cannot read the key table itself');
+# and may empty it with TRUNCATE, which empties the key table too
+$coord->safe_psql('postgres', q{CREATE TABLE evt (tenant int, id int);
+	SELECT create_distributed_table('evt', 'tenant');
+	CREATE UNIQUE INDEX evt_id ON evt USING gunique (id);
+	INSERT INTO evt SELECT g, g FROM generate_series(1, 50) g;
+	GRANT SELECT, INSERT, TRUNCATE ON evt TO app});
+$coord->safe_psql('postgres', $app . 'TRUNCATE evt');
+is($coord->safe_psql('postgres', 'SELECT count(*) FROM gunique_keys."public.evt_id"'),
+	'0', 'a TRUNCATE by a user who may truncate the table empties the key table');
+$coord->safe_psql('postgres', $app . 'INSERT INTO evt VALUES (1, 1)');
+refused($app . 'INSERT INTO evt VALUES (2, 1)',
+	qr/duplicate key value violates unique constraint "evt_id"/, 'and the key is enforced after it');
+$coord->safe_psql('postgres', 'DROP TABLE evt');
 
 # gunique_verify checks the key table against the rows on every node
 is($coord->safe_psql('postgres', q{SELECT count(*) FROM gunique_verify('ev_id', true)}),

@@ -457,13 +457,14 @@ refuse_partition(Relation rel, const char *what)
 }
 
 /*
- * TRUNCATE of tables with global keys truncates their key tables in the
- * same statement.
+ * TRUNCATE of tables with global keys truncates their key tables after
+ * them, in the same transaction, as the key tables' owner (what the user
+ * may truncate is the table).
  */
 static bool
 truncate_global_keys(GuniqueUtilityCall *u, TruncateStmt *stmt)
 {
-	List	   *extra = NIL;
+	List	   *keys = NIL;
 	ListCell   *lc;
 
 	foreach(lc, stmt->relations)
@@ -471,7 +472,6 @@ truncate_global_keys(GuniqueUtilityCall *u, TruncateStmt *stmt)
 		Oid			relid = RangeVarGetRelid(lfirst(lc), AccessExclusiveLock, true);
 		Relation	rel;
 		List	   *gks;
-		ListCell   *lg;
 
 		if (!OidIsValid(relid))
 			continue;
@@ -479,21 +479,14 @@ truncate_global_keys(GuniqueUtilityCall *u, TruncateStmt *stmt)
 		gks = gunique_citus_global_keys(rel);
 		if (gks != NIL && rel->rd_rel->relispartition)
 			refuse_partition(rel, "TRUNCATE");
-		foreach(lg, gks)
-		{
-			GuniqueGlobalKey *gk = lfirst(lg);
-
-			extra = lappend(extra,
-							makeRangeVar(GUNIQUE_KEYS_SCHEMA,
-										 get_rel_name(gk->keytable), -1));
-		}
+		keys = list_concat(keys, gks);
 		relation_close(rel, NoLock);
 	}
-	if (extra == NIL)
+	if (keys == NIL)
 		return false;
-	stmt = (TruncateStmt *) gunique_utility_writable(u);
-	stmt->relations = list_concat(stmt->relations, extra);
 	gunique_utility_run(u);
+	foreach(lc, keys)
+		gunique_keys_truncate(lfirst(lc));
 	return true;
 }
 

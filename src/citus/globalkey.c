@@ -620,6 +620,26 @@ gunique_keys_insert(GuniqueGlobalKey *gk, GuniqueKeyBatch *batch)
 	pfree(args);
 }
 
+/*
+ * Empties the key table, after a TRUNCATE of its table by a user who may
+ * truncate the table (and needs no privilege on the key table).
+ */
+void
+gunique_keys_truncate(GuniqueGlobalKey *gk)
+{
+	Oid			save_user;
+	int			save_sec;
+
+	keys_connect(gk, &save_user, &save_sec);
+	if (SPI_execute(psprintf("TRUNCATE %s",
+							 quote_qualified_identifier(GUNIQUE_KEYS_SCHEMA,
+														get_rel_name(gk->keytable))),
+					false, 0) != SPI_OK_UTILITY)
+		elog(ERROR, "truncating key table \"%s\" failed",
+			 get_rel_name(gk->keytable));
+	keys_finish(save_user, save_sec);
+}
+
 /* Removes the batch's keys from the key table, in this transaction. */
 void
 gunique_keys_delete(GuniqueGlobalKey *gk, GuniqueKeyBatch *batch)

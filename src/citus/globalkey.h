@@ -51,6 +51,7 @@ extern void gunique_keybatch_add(GuniqueGlobalKey *gk, GuniqueKeyBatch *batch,
 								 Datum *keys, Datum dist);
 extern void gunique_keys_insert(GuniqueGlobalKey *gk, GuniqueKeyBatch *batch);
 extern void gunique_keys_delete(GuniqueGlobalKey *gk, GuniqueKeyBatch *batch);
+extern void gunique_keys_truncate(GuniqueGlobalKey *gk);
 typedef void (*GuniqueVerifyReport) (void *arg, const char *problem,
 									 const char *detail);
 extern GuniqueGlobalKey *gunique_citus_global_key_of(Oid topindex);

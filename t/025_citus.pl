@@ -455,6 +455,17 @@ is(key_tables_everywhere('public\\.ev2_id'), '0,0,0',
 refused('INSERT INTO ev2 VALUES (3, 5)', qr/duplicate key value violates unique constraint "ev2_id"/,
 	'and the local table\'s index enforces the key');
 
-$_->stop foreach ($coord, @workers);
+# a node removed and added again: Citus drops the shells it kept (the
+# key tables' and the indexes' among them) and makes them again
+my $w3 = citus_add_worker($coord, 'citus_worker3');
+$coord->safe_psql('postgres',
+	sprintf(q{SELECT citus_remove_node('%s', %d)}, $w3->host, $w3->port));
+$coord->safe_psql('postgres',
+	sprintf(q{SELECT citus_add_node('%s', %d)}, $w3->host, $w3->port));
+my ($r3, $o3, $e3) = $w3->psql('postgres', "INSERT INTO ev VALUES (1, 31339, 'again')");
+like($e3, qr/duplicate key value violates unique constraint "ev_id"/,
+	'a node added again checks the key');
+
+$_->stop foreach ($coord, @workers, $w3);
 
 done_testing();

@@ -52,6 +52,19 @@ citus_propagates(void)
 }
 
 /*
+ * Whether this backend serves Citus itself (the application_name Citus
+ * gives its own connections, "citus_internal gpid=..."): the statements it
+ * runs are Citus's metadata work, such as worker_drop_all_shell_tables on
+ * a node added again, which drops the key tables' shells with the rest.
+ */
+static bool
+citus_internal_backend(void)
+{
+	return application_name != NULL &&
+		strncmp(application_name, "citus_internal", strlen("citus_internal")) == 0;
+}
+
+/*
  * The distribution column of a hash-distributed Citus table, or NULL for
  * any other table.
  */
@@ -814,7 +827,8 @@ gunique_citus_object_access(ObjectAccessType access, Oid classId,
 		return;
 	relkind = get_rel_relkind(objectId);
 	if ((relkind != RELKIND_INDEX && relkind != RELKIND_PARTITIONED_INDEX) ||
-		!OidIsValid(gunique_citus_keytable_of(objectId)) || !citus_propagates())
+		!OidIsValid(gunique_citus_keytable_of(objectId)) || !citus_propagates() ||
+		citus_internal_backend())
 		return;
 	ereport(ERROR,
 			(errcode(ERRCODE_DEPENDENT_OBJECTS_STILL_EXIST),

@@ -640,6 +640,32 @@ gunique_keys_truncate(GuniqueGlobalKey *gk)
 	keys_finish(save_user, save_sec);
 }
 
+/*
+ * Takes, until the transaction ends, the lock on the metadata of the key
+ * table's shard of a key that Citus's writers take (ShareLock), before a
+ * routed statement reads the key there.  A shard move blocks writes by
+ * that lock; without it, a move could finish between the read and a later
+ * write of the key in the transaction (a routed DELETE's, at once), which
+ * Citus then sent to the placement the read used, the old one: the write
+ * was lost (src/citus/README, "Lookups").
+ */
+void
+gunique_keys_lock_shard(GuniqueGlobalKey *gk, Datum firstkey)
+{
+	Oid			save_user;
+	int			save_sec;
+	Oid			types[2] = {REGCLASSOID, gk->keytype[0]};
+	Datum		args[2] = {ObjectIdGetDatum(gk->keytable), firstkey};
+
+	keys_connect(gk, &save_user, &save_sec);
+	if (SPI_execute_with_args("SELECT pg_catalog.lock_shard_metadata(5, "
+							  "ARRAY[pg_catalog.get_shard_id_for_distribution_column($1, $2)])",
+							  2, types, args, NULL, false, 1) != SPI_OK_SELECT)
+		elog(ERROR, "locking the shard of key table \"%s\" failed",
+			 get_rel_name(gk->keytable));
+	keys_finish(save_user, save_sec);
+}
+
 /* Removes the batch's keys from the key table, in this transaction. */
 void
 gunique_keys_delete(GuniqueGlobalKey *gk, GuniqueKeyBatch *batch)

@@ -474,6 +474,8 @@ route_begin(CustomScanState *node, EState *estate, int eflags)
 			keys[i++] = ExecEvalExprSwitchContext(es, econtext, &isnull);
 			null_key |= isnull;
 		}
+		if (!null_key)
+			gunique_keys_lock_shard(gk, keys[0]);
 		prm->ptype = gk->disttype;
 		prm->pflags = PARAM_FLAG_CONST;
 		prm->isnull = (null_key || !gunique_keys_owner(gk, keys, &prm->value));

@@ -194,6 +194,23 @@ global_key(Relation rel, Oid indexoid)
 }
 
 /*
+ * The global key of index indexoid on relation relid, which a plan was made
+ * for: an error if it has none now (the plan is revalidated before it runs,
+ * so only a fault gets here).
+ */
+GuniqueGlobalKey *
+gunique_citus_planned_key(Oid relid, Oid indexoid)
+{
+	Relation	rel = relation_open(relid, NoLock);
+	GuniqueGlobalKey *gk = global_key(rel, indexoid);
+
+	relation_close(rel, NoLock);
+	if (gk == NULL)
+		elog(ERROR, "global key of index %u is gone", indexoid);
+	return gk;
+}
+
+/*
  * The global keys of a relation (a distributed table or one of its
  * partitions): one per gunique index whose top ancestor has a key table.
  */

@@ -45,6 +45,7 @@ extern bool gunique_citus_present(void);
 extern List *gunique_citus_global_keys(Relation rel);
 extern char *gunique_citus_keytable_name(Oid indexoid);
 extern Oid	gunique_citus_keytable_of(Oid indexoid);
+extern GuniqueGlobalKey *gunique_citus_planned_key(Oid relid, Oid indexoid);
 
 extern GuniqueKeyBatch *gunique_keybatch_new(GuniqueGlobalKey *gk);
 extern void gunique_keybatch_add(GuniqueGlobalKey *gk, GuniqueKeyBatch *batch,

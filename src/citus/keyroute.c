@@ -328,23 +328,6 @@ gunique_citus_route(Query *parse, int cursorOptions, ParamListInfo boundParams)
 	return routes;
 }
 
-/* The global key of index indexoid on relid, which the plan was made for. */
-static GuniqueGlobalKey *
-planned_key(Oid relid, Oid indexoid)
-{
-	Relation	rel = relation_open(relid, NoLock);
-	GuniqueGlobalKey *gk = NULL;
-	ListCell   *lc;
-
-	foreach(lc, gunique_citus_global_keys(rel))
-		if (((GuniqueGlobalKey *) lfirst(lc))->indexoid == indexoid)
-			gk = lfirst(lc);
-	relation_close(rel, NoLock);
-	if (gk == NULL)
-		elog(ERROR, "global key of index %u is gone", indexoid);
-	return gk;
-}
-
 /*
  * Puts the "gunique route" node above a routed statement's plan, which it
  * returns the rows of unchanged (its tlist refers to them as OUTER_VAR).
@@ -374,7 +357,7 @@ gunique_citus_route_plan(PlannedStmt *result, List *routes)
 		GuniqueGlobalKey *gk;
 		Oid			relid = linitial_oid(lsecond(lfirst(lc)));
 
-		gk = planned_key(relid, lsecond_oid(lsecond(lfirst(lc))));
+		gk = gunique_citus_planned_key(relid, lsecond_oid(lsecond(lfirst(lc))));
 		result->relationOids = lappend_oid(result->relationOids, gk->keytable);
 	}
 	cs->scan.plan.lefttree = child;
@@ -459,7 +442,7 @@ route_begin(CustomScanState *node, EState *estate, int eflags)
 	{
 		List	   *route = lfirst(lc);
 		ParamExternData *prm = &params->params[intVal(linitial(route)) - 1];
-		GuniqueGlobalKey *gk = planned_key(linitial_oid(lsecond(route)),
+		GuniqueGlobalKey *gk = gunique_citus_planned_key(linitial_oid(lsecond(route)),
 										   lsecond_oid(lsecond(route)));
 		Datum		keys[INDEX_MAX_KEYS];
 		bool		null_key = false;

@@ -315,8 +315,6 @@ keysync_begin(CustomScanState *node, EState *estate, int eflags)
 	KeySyncState *state = (KeySyncState *) node;
 	CustomScan *cs = (CustomScan *) node->ss.ps.plan;
 	List	   *oids = lthird(cs->custom_private);
-	Relation	rel;
-	List	   *gks;
 	ListCell   *lc;
 
 	state->cmd = (CmdType) intVal(linitial(cs->custom_private));
@@ -327,21 +325,10 @@ keysync_begin(CustomScanState *node, EState *estate, int eflags)
 												  eflags));
 
 	/* The global keys again, in the plan's order (the plan is still valid). */
-	rel = relation_open(linitial_oid(linitial(oids)), NoLock);
-	gks = gunique_citus_global_keys(rel);
 	foreach(lc, (List *) lsecond(oids))
-	{
-		GuniqueGlobalKey *found = NULL;
-		ListCell   *lg;
-
-		foreach(lg, gks)
-			if (((GuniqueGlobalKey *) lfirst(lg))->indexoid == lfirst_oid(lc))
-				found = lfirst(lg);
-		if (found == NULL)
-			elog(ERROR, "global key of index %u is gone", lfirst_oid(lc));
-		state->gks = lappend(state->gks, found);
-	}
-	relation_close(rel, NoLock);
+		state->gks = lappend(state->gks,
+							 gunique_citus_planned_key(linitial_oid(linitial(oids)),
+													   lfirst_oid(lc)));
 
 	state->rows = tuplestore_begin_heap(false, false, work_mem);
 	state->stored = ExecInitExtraTupleSlot(estate,

@@ -40,7 +40,12 @@
 #     succeed as the first's COMMIT or ROLLBACK decides;
 #   - a deadlock scene: two transactions each insert a key, then each
 #     inserts the other's: exactly one is a deadlock victim (40P01), the
-#     other's insert then succeeds.
+#     other's insert then succeeds;
+#   - a shard move, between steps (no transaction open): a shard of the
+#     key table (with writes blocked or by logical replication) or of the
+#     table (writes blocked) moved to the other worker, its old placement
+#     dropped at once; the sessions' prepared and routed statements then
+#     find the key and the row where they now are.
 # The model predicts each statement's outcome: success with the rows it
 # changed (psql's ROW_COUNT, and RETURNING's rows), or 23505 with nothing
 # changed (a statement's error rolls it back whole); where a conflict is
@@ -882,7 +887,7 @@ my @ops = (
 	[ shift_keys => $pg18 ? 2 : 1 ], [ swap_keys => $pg18 ? 2 : 1 ], [ delete_by_key => 4 ],
 	[ delete_by_tenant => 2 ],
 	[ delete_in => 1 ], [ lookup => 6 ], [ prepared => 3 ], [ truncate => 1 ],
-	[ tx => 10 ], [ wait => 3 ], [ deadlock => 1 ]);
+	[ tx => 10 ], [ wait => 3 ], [ deadlock => 1 ], [ move => 2 ]);
 for my $w (split /,/, $ENV{GUNIQUE_STATEFUL_WEIGHTS} // '')
 {
 	my ($name, $weight) = $w =~ /^\s*(.*?)\s*=\s*(\d+)\s*$/ or die "GUNIQUE_STATEFUL_WEIGHTS: $w";
@@ -1220,6 +1225,32 @@ sub step_deadlock
 }
 
 #
+# A shard move: a shard of the key table or of the table, picked by the
+# seed, moved to the other worker from the coordinator's control session;
+# then Citus's deferred drop of the old placement done at once (so that
+# the end of the round finds no shard left behind).
+#
+sub step_move
+{
+	my $keys = chance(0.5);
+	my $rel = $keys ? $keytable : $table;
+	my $mode = $keys && chance(0.5) ? 'force_logical' : 'block_writes';
+	my $r = rand_int(0, 999);
+	my $what = $keys ? 'key table' : 'table';
+	must($ctl[0], qq{WITH s AS (SELECT shardid, nodename, nodeport, row_number() OVER (ORDER BY shardid) AS rn,
+	                                   count(*) OVER () AS cnt
+	                              FROM citus_shards WHERE table_name = '$rel'::regclass)
+	                 SELECT citus_move_shard_placement(s.shardid, s.nodename, s.nodeport, n.nodename, n.nodeport,
+	                                                   shard_transfer_mode => '$mode')
+	                   FROM s, LATERAL (SELECT nodename, nodeport FROM pg_dist_node
+	                                     WHERE groupid > 0 AND shouldhaveshards AND nodeport <> s.nodeport
+	                                     ORDER BY nodeport LIMIT 1) n
+	                  WHERE s.rn = 1 + $r % s.cnt});
+	must($ctl[0], 'CALL citus_cleanup_orphaned_resources()');
+	$count{"shard move: $what, $mode"}++;
+}
+
+#
 # The rounds
 #
 my @shapes = ([ 'plain', 4 ], [ 'partitioned', 6 ], [ 'plain', 8 ]);
@@ -1285,6 +1316,7 @@ for my $r (1 .. $rounds)
 			if ($name eq 'tx') { step_tx(pick_session()); }
 			elsif ($name eq 'wait') { step_wait(); }
 			elsif ($name eq 'deadlock') { step_deadlock(); }
+			elsif ($name eq 'move') { step_move(); }
 			else { step_autocommit($name eq 'truncate' ? $A : pick_session(), $name); }
 			if ($stepno % $check_every == 0 || $stepno == $steps)
 			{
@@ -1331,6 +1363,7 @@ if (!$failed && $steps * $rounds >= 150)
 	push @miss, 'a ROLLBACK TO SAVEPOINT' unless $total{'ROLLBACK TO SAVEPOINT'};
 	push @miss, 'a wait scene' unless $total{'step wait'};
 	push @miss, 'a found lookup' unless $total{'lookup: found'};
+	push @miss, 'a shard move' unless $any->(qr/^shard move/);
 	push @miss, $pg18 ? 'an UPDATE of the key' : 'an UPDATE of the key refused'
 	  unless $any->($pg18 ? qr/^UPDATE of the key by the key: ok/ : qr/^UPDATE of the key by the key: refused/);
 	ok(!@miss, 'the run reached the main outcomes') or diag('not reached: ' . join('; ', @miss));

@@ -54,6 +54,7 @@ typedef enum KeyStatement
 	KEYS_DELETE_ONE,
 	KEYS_DELETE_MANY,
 	KEYS_OWNER,
+	KEYS_LOCK_SHARD,
 	KEYS_NSTATEMENTS
 } KeyStatement;
 
@@ -307,6 +308,12 @@ statement_text(GuniqueGlobalKey *gk, KeyStatement which)
 								 quote_identifier(get_attname(gk->keytable, i + 1, false)),
 								 i + 1);
 			break;
+		case KEYS_LOCK_SHARD:
+			/* ShareLock (5), as Citus's writers take it */
+			appendStringInfo(&buf, "SELECT pg_catalog.lock_shard_metadata(5, "
+							 "ARRAY[pg_catalog.get_shard_id_for_distribution_column(%u::pg_catalog.regclass, $1)])",
+							 gk->keytable);
+			break;
 		default:
 			if (which < KEYS_INSERT_ONE || which > KEYS_INSERT_LAST)
 				elog(ERROR, "unexpected key table statement %d", (int) which);
@@ -331,7 +338,7 @@ statement_types(GuniqueGlobalKey *gk, KeyStatement which, Oid *types)
 	bool		insert = (which >= KEYS_INSERT_ONE && which <= KEYS_INSERT_LAST);
 	int			n = insert ? KEYS_ROWS(which) * (gk->nkeys + 1) :
 		which == KEYS_INSERT_BULK ? gk->nkeys + 1 :
-		(which == KEYS_DELETE_MANY ? 1 : gk->nkeys);
+		(which == KEYS_DELETE_MANY || which == KEYS_LOCK_SHARD ? 1 : gk->nkeys);
 
 	for (int i = 0; i < n; i++)
 	{
@@ -500,11 +507,20 @@ lookup_owner(GuniqueGlobalKey *gk, Datum *keys, Datum *dist,
 }
 
 /*
- * The distribution value of the row that holds a key, read from the key
- * table in this transaction's snapshot: false when no row holds it.
+ * For a statement routed by a key: the distribution value of the row that
+ * holds it, read from the key table in this transaction's snapshot; false
+ * when no row holds it.
+ *
+ * First takes, until the transaction ends, the lock Citus's writers take
+ * (ShareLock) on the metadata of the key table's shard of the key.  A
+ * shard move blocks writes by that lock; without it, a move could finish
+ * between this read and a later write of the key in the transaction (a
+ * routed DELETE's, at once), which Citus then sent to the placement the
+ * read used, the old one: the write was lost (src/citus/README,
+ * "Lookups").
  */
 bool
-gunique_keys_owner(GuniqueGlobalKey *gk, Datum *keys, Datum *dist)
+gunique_keys_route_owner(GuniqueGlobalKey *gk, Datum *keys, Datum *dist)
 {
 	MemoryContext cxt = CurrentMemoryContext;
 	Oid			save_user;
@@ -512,6 +528,10 @@ gunique_keys_owner(GuniqueGlobalKey *gk, Datum *keys, Datum *dist)
 	bool		found;
 
 	keys_connect(gk, &save_user, &save_sec);
+	if (SPI_execute_plan(key_statement(gk, KEYS_LOCK_SHARD), keys, NULL,
+						 false, 1) != SPI_OK_SELECT)
+		elog(ERROR, "locking the shard of key table \"%s\" failed",
+			 get_rel_name(gk->keytable));
 	found = lookup_owner(gk, keys, dist, cxt, false);
 	keys_finish(save_user, save_sec);
 	return found;
@@ -653,32 +673,6 @@ gunique_keys_truncate(GuniqueGlobalKey *gk)
 														get_rel_name(gk->keytable))),
 					false, 0) != SPI_OK_UTILITY)
 		elog(ERROR, "truncating key table \"%s\" failed",
-			 get_rel_name(gk->keytable));
-	keys_finish(save_user, save_sec);
-}
-
-/*
- * Takes, until the transaction ends, the lock on the metadata of the key
- * table's shard of a key that Citus's writers take (ShareLock), before a
- * routed statement reads the key there.  A shard move blocks writes by
- * that lock; without it, a move could finish between the read and a later
- * write of the key in the transaction (a routed DELETE's, at once), which
- * Citus then sent to the placement the read used, the old one: the write
- * was lost (src/citus/README, "Lookups").
- */
-void
-gunique_keys_lock_shard(GuniqueGlobalKey *gk, Datum firstkey)
-{
-	Oid			save_user;
-	int			save_sec;
-	Oid			types[2] = {REGCLASSOID, gk->keytype[0]};
-	Datum		args[2] = {ObjectIdGetDatum(gk->keytable), firstkey};
-
-	keys_connect(gk, &save_user, &save_sec);
-	if (SPI_execute_with_args("SELECT pg_catalog.lock_shard_metadata(5, "
-							  "ARRAY[pg_catalog.get_shard_id_for_distribution_column($1, $2)])",
-							  2, types, args, NULL, false, 1) != SPI_OK_SELECT)
-		elog(ERROR, "locking the shard of key table \"%s\" failed",
 			 get_rel_name(gk->keytable));
 	keys_finish(save_user, save_sec);
 }

@@ -53,13 +53,12 @@ extern void gunique_keybatch_add(GuniqueGlobalKey *gk, GuniqueKeyBatch *batch,
 extern void gunique_keys_insert(GuniqueGlobalKey *gk, GuniqueKeyBatch *batch);
 extern void gunique_keys_delete(GuniqueGlobalKey *gk, GuniqueKeyBatch *batch);
 extern void gunique_keys_truncate(GuniqueGlobalKey *gk);
-extern void gunique_keys_lock_shard(GuniqueGlobalKey *gk, Datum firstkey);
 typedef void (*GuniqueVerifyReport) (void *arg, const char *problem,
 									 const char *detail);
 extern GuniqueGlobalKey *gunique_citus_global_key_of(Oid topindex);
 extern void gunique_citus_verify(GuniqueGlobalKey *gk,
 								 GuniqueVerifyReport report, void *arg);
-extern bool gunique_keys_owner(GuniqueGlobalKey *gk, Datum *keys,
-							   Datum *dist);
+extern bool gunique_keys_route_owner(GuniqueGlobalKey *gk, Datum *keys,
+									 Datum *dist);
 
 #endif							/* GUNIQUE_CITUS_GLOBALKEY_H */

@@ -418,10 +418,11 @@ params_with_routes(ParamListInfo from, int nparams)
 }
 
 /*
- * Looks up each route's key in its key table, in the statement's snapshot,
- * and gives the statement, from here down, its parameters with the
- * distribution values found: NULL where no row holds the key, so that the
- * statement reads no shard and finds nothing, as it would have.
+ * Looks up each route's key in its key table, in the statement's snapshot
+ * and under the lock of B21 (src/citus/README), and gives the statement,
+ * from here down, its parameters with the distribution values found: NULL
+ * where no row holds the key, so that the statement reads no shard and
+ * finds nothing, as it would have.
  */
 static void
 route_begin(CustomScanState *node, EState *estate, int eflags)
@@ -457,11 +458,10 @@ route_begin(CustomScanState *node, EState *estate, int eflags)
 			keys[i++] = ExecEvalExprSwitchContext(es, econtext, &isnull);
 			null_key |= isnull;
 		}
-		if (!null_key)
-			gunique_keys_lock_shard(gk, keys[0]);
 		prm->ptype = gk->disttype;
 		prm->pflags = PARAM_FLAG_CONST;
-		prm->isnull = (null_key || !gunique_keys_owner(gk, keys, &prm->value));
+		prm->isnull = (null_key ||
+					   !gunique_keys_route_owner(gk, keys, &prm->value));
 	}
 	estate->es_param_list_info = params;
 	outerPlanState(node) = ExecInitNode(outerPlan(cs), estate, eflags);

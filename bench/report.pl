@@ -639,19 +639,26 @@ if ($val{w10}) {
 	  grep { /^(insert-\d+|copy)$/ } keys %$v;
 	my @targets;
 	if (@ins) {
-		my @cc = grep { my $c = $_; grep { $v->{$_}{rows}{$c} } @ins } qw(none local gunique);
+		my @cc = grep { my $c = $_; grep { $v->{$_}{rows}{$c} } @ins } qw(none local sidetable gunique);
+		my $side = grep { $_ eq 'sidetable' } @cc;
 		p "### Inserts: rows per second (higher is faster)\n\n";
 		p "The cost ratio is the time per row, gunique / local (issue 44's target: at most ×2), and local / none ",
-		  "(what Citus's own key costs).\n\n";
-		p "| statement | ", join(' | ', @cc), " | cost gunique / local | cost local / none | spread (max/min of runs) |\n";
-		p "|---|", join('', map { '---:|' } @cc), "---:|---:|---|\n";
+		  "(what Citus's own key costs)",
+		  ($side ? "; gunique / sidetable is what gunique adds to Citus's own cost of writing the row and its key " .
+		   "on two shards in one transaction (sidetable: the application does it by hand)" : ''), ".\n\n";
+		p "| statement | ", join(' | ', @cc), " | cost gunique / local | cost local / none |",
+		  ($side ? " cost gunique / sidetable | cost sidetable / local |" : ''), " spread (max/min of runs) |\n";
+		p "|---|", join('', map { '---:|' } @cc), "---:|---:|", ($side ? "---:|---:|" : ''), "---|\n";
 		my %title = (copy => 'COPY FROM a file');
 		for my $variant (@ins) {
 			my $t = $title{$variant} // ($variant =~ /^insert-(\d+)$/ && $1 == 1
 				? 'INSERT of one row (pgbench, prepared)' : "INSERT of $1 rows a statement (pgbench, prepared)");
 			my $g = $ratios->($variant, 'rows', 'gunique', 'local', 1);
 			p "| $t | ", join(' | ', map { $med->($variant, 'rows', $_) } @cc), " | ", $rfmt->($g), " | ",
-			  $rfmt->($ratios->($variant, 'rows', 'local', 'none', 1)), " | ", $spread->($variant, 'rows', @cc), " |\n";
+			  $rfmt->($ratios->($variant, 'rows', 'local', 'none', 1)), " | ",
+			  ($side ? $rfmt->($ratios->($variant, 'rows', 'gunique', 'sidetable', 1)) . " | " .
+			   $rfmt->($ratios->($variant, 'rows', 'sidetable', 'local', 1)) . " | " : ''),
+			  $spread->($variant, 'rows', @cc), " |\n";
 			if ($g) {
 				my $r1 = $byrun{w10}{$variant}{rows}{gunique};
 				my $r2 = $byrun{w10}{$variant}{rows}{local};

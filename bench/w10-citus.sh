@@ -21,6 +21,13 @@
 #            (with (tenant, id) each shard would scan its whole index)
 #   none     ev_n: no unique index (inserts only): what the key costs
 #            at all
+#   sidetable ev_s and ev_s_ids(id bigint PRIMARY KEY, tenant int)
+#            distributed by id in a co-location group of its own: the
+#            design of the global key written by hand, the application
+#            writing each row and its id in one transaction (inserts
+#            only).  What Citus itself charges for a transaction that
+#            writes two shards, the row's and its key's, with no gunique
+#            code: gunique / sidetable is what gunique adds to that floor
 #
 # Loaded rows: id 1 .. W10_ROWS, tenant (id * 7919) % W10_TENANTS.
 #
@@ -36,6 +43,15 @@
 #   copy        COPY t FROM a file of W10_COPY new rows (server-side, one
 #               session, timed by psql's \timing; ids of their own per run,
 #               the same rows for every contender)
+# sidetable's transactions are BEGIN, the INSERT into ev_s, an INSERT of
+# the same ids and tenants into ev_s_ids, COMMIT, sent in one pgbench
+# pipeline (one round trip from the client, as gunique's one statement);
+# its ids are random in a range of their own (W10_BATCH apart, from 1e12:
+# a collision, which would abort a client, is a chance of about 1e-5 in a
+# run).  Its COPY is BEGIN, the COPY into ev_s, INSERT INTO ev_s_ids
+# SELECT of the new rows, COMMIT.  Its 100-row INSERT's payload is the md5
+# of a constant (pgbench allows 255 parameters a statement: the other
+# contenders' two a row, and the id, would be 300).
 # Within a run, each step runs every contender before the next step;
 # the contenders' order turns with each run.  A CHECKPOINT on every node
 # precedes each contender's timed step.
@@ -213,6 +229,7 @@ w10_table()
 	gunique) echo ev_g ;;
 	local) echo ev_u ;;
 	none) echo ev_n ;;
+	sidetable) echo ev_s ;;
 	esac
 }
 
@@ -249,6 +266,13 @@ w10_make()
 				SELECT create_distributed_table('$t', 'tenant');
 				INSERT INTO $t SELECT (i * 7919) % $W10_TENANTS, i, 0, md5(i::text) FROM generate_series(1, $W10_ROWS) i;
 			SQL
+			[ "$c" = sidetable ] || continue
+			cat <<-SQL
+				DROP TABLE IF EXISTS ev_s_ids;
+				CREATE TABLE ev_s_ids (id bigint PRIMARY KEY, tenant int NOT NULL);
+				SELECT create_distributed_table('ev_s_ids', 'id', colocate_with => 'none');
+				INSERT INTO ev_s_ids SELECT id, tenant FROM ev_s;
+			SQL
 		done
 	} | sql >/dev/null || die "w10: making the tables failed (see $OUT/logs/sql.log)"
 	for c in "$@"; do
@@ -258,13 +282,16 @@ w10_make()
 			die "w10: building the key of $t failed (see $OUT/logs/sql.log)" ;;
 		local) secs=$(echo "ALTER TABLE ev_u ADD CONSTRAINT ev_u_key UNIQUE (id, tenant);" | timed_sql) ||
 			die "w10: building the key of $t failed (see $OUT/logs/sql.log)" ;;
-		none) continue ;;
+		none | sidetable) continue ;;
 		esac
 		secs=$(perl -e 'printf "%.3f", $ARGV[0] / 1000' "$secs")
 		record w10 "build-$shards" seconds "$c" 1 "$secs" s
 		log "w10: $shards shards, $W10_ROWS rows: key of $t ($c) built in $secs s"
 	done
-	for c in "$@"; do echo "VACUUM (ANALYZE) $(w10_table "$c");"; done | sql >/dev/null
+	for c in "$@"; do
+		echo "VACUUM (ANALYZE) $(w10_table "$c");"
+		[ "$c" != sidetable ] || echo "VACUUM (ANALYZE) ev_s_ids;"
+	done | sql >/dev/null
 }
 
 # The sanity probes of the key, in the first run.  Row 5 is loaded
@@ -298,15 +325,78 @@ w10_verify()
 		exact "$([ "$n" = "$d" ] && [ "$n" = "$k" ] && [ "$s1" = "$s2" ] && echo exact || echo "rows $n, ids $d, keys $k, pair sums $s1 and $s2")"
 }
 
+# After every run of inserts: ev_s and ev_s_ids the same (id, tenant)
+# pairs, as for ev_g.
+w10_verify_sidetable()
+{
+	local run=$1 got n k s1 s2
+	got=$(sql_value "SELECT (SELECT count(*) || ' ' || sum(id::numeric * $W10_TENANTS + tenant) FROM ev_s) || ' ' || (SELECT count(*) || ' ' || sum(id::numeric * $W10_TENANTS + tenant) FROM ev_s_ids)")
+	read -r n s1 k s2 <<<"$got"
+	[ -n "${s2:-}" ] || die "w10: counting ev_s and ev_s_ids failed (see $OUT/logs/sql.log)"
+	sanity_line w10 sidetable "after run $run of inserts: ev_s's rows and ev_s_ids's the same, the same (id, tenant) pairs" \
+		exact "$([ "$n" = "$k" ] && [ "$s1" = "$s2" ] && echo exact || echo "rows $n, ids $k, pair sums $s1 and $s2")"
+}
+
+# The pgbench scripts of sidetable: the row and its id in one
+# transaction, one pipeline.
+w10_sidetable_scripts()
+{
+	local i
+	cat >"$WORK/w10-insert-1-ev_s.sql" <<-SQL
+		\\set tenant random(0, $((W10_TENANTS - 1)))
+		\\set id 1000000000000 + random(0, 1000000000000) * $W10_BATCH
+		\\startpipeline
+		BEGIN;
+		INSERT INTO ev_s (tenant, id, payload) VALUES (:tenant, :id, md5(:tenant::text));
+		INSERT INTO ev_s_ids (id, tenant) VALUES (:id, :tenant);
+		COMMIT;
+		\\endpipeline
+	SQL
+	{
+		echo "\\set t random(0, $((W10_TENANTS - 1)))"
+		echo "\\set id 1000000000000 + random(0, 1000000000000) * $W10_BATCH"
+		echo "\\startpipeline"
+		echo "BEGIN;"
+		printf 'INSERT INTO ev_s (tenant, id, payload) VALUES '
+		for ((i = 0; i < W10_BATCH; i++)); do
+			[ "$i" = 0 ] || printf ', '
+			printf "((:t + %d) %% %d, :id::bigint + %d, md5('w10'))" "$i" "$W10_TENANTS" "$i"
+		done
+		echo ";"
+		printf 'INSERT INTO ev_s_ids (id, tenant) VALUES '
+		for ((i = 0; i < W10_BATCH; i++)); do
+			[ "$i" = 0 ] || printf ', '
+			printf "(:id::bigint + %d, (:t + %d) %% %d)" "$i" "$i" "$W10_TENANTS"
+		done
+		echo ";"
+		echo "COMMIT;"
+		echo "\\endpipeline"
+	} >"$WORK/w10-insert-$W10_BATCH-ev_s.sql"
+}
+
+# The statement that copies the file F into contender C's table.
+w10_copy_sql()
+{
+	local c=$1 f=$2 base=$3 t
+	t=$(w10_table "$c")
+	if [ "$c" = sidetable ]; then
+		echo "BEGIN; COPY ev_s (tenant, id, v, payload) FROM '$f'; INSERT INTO ev_s_ids SELECT id, tenant FROM ev_s WHERE id > $base AND id <= $((base + W10_COPY)); COMMIT;"
+	else
+		echo "COPY $t (tenant, id, v, payload) FROM '$f';"
+	fi
+}
+
 w10_inserts()
 {
 	local s=$W10_INSERT_SHARDS run c t res i copyf secs base
 	local contenders="local gunique none"
+	wanted sidetable && contenders="$contenders sidetable"
 	log "w10: inserts, $s shards, $W10_ROWS rows before, $W10_CLIENTS clients, ${W10_SECS}s per contender and step"
 	w10_make "$s" $contenders
 	echo "DROP SEQUENCE IF EXISTS w10_seq; CREATE SEQUENCE w10_seq START 1000000000;" | sql >/dev/null
 	for c in $contenders; do
 		t=$(w10_table "$c")
+		[ "$c" != sidetable ] || { w10_sidetable_scripts; continue; }
 		cat >"$WORK/w10-insert-1-$t.sql" <<-SQL
 			\\set tenant random(0, $((W10_TENANTS - 1)))
 			INSERT INTO $t (tenant, id, payload) VALUES (:tenant, nextval('w10_seq'), md5(:tenant::text));
@@ -325,6 +415,7 @@ w10_inserts()
 	for ((run = 1; run <= RUNS; run++)); do
 		if [ "$run" = 1 ]; then
 			for c in $contenders; do
+				[ "$c" != sidetable ] || continue
 				w10_checks "$c"
 				w10_probe_inserts "$c" "$run"
 			done
@@ -358,7 +449,7 @@ w10_inserts()
 		for c in $(w10_rotated $((run - 1)) $contenders); do
 			t=$(w10_table "$c")
 			w10_checkpoint
-			secs=$(echo "COPY $t (tenant, id, v, payload) FROM '$copyf';" | timed_sql) ||
+			secs=$(w10_copy_sql "$c" "$copyf" "$base" | timed_sql) ||
 				die "w10: COPY into $t failed (see $OUT/logs/sql.log)"
 			secs=$(perl -e 'printf "%.3f", $ARGV[0] / 1000' "$secs")
 			record w10 copy seconds "$c" "$run" "$secs" s
@@ -367,8 +458,9 @@ w10_inserts()
 		done
 		rm -f "$copyf"
 		w10_verify "$run"
+		! wanted sidetable || w10_verify_sidetable "$run"
 	done
-	echo "DROP TABLE ev_g, ev_u, ev_n; DROP SEQUENCE w10_seq;" | sql >/dev/null
+	echo "DROP TABLE IF EXISTS ev_g, ev_u, ev_n, ev_s, ev_s_ids; DROP SEQUENCE w10_seq;" | sql >/dev/null
 }
 
 # w10_probe_run LABEL SETUP TAIL STATEMENT...: run each STATEMENT once in

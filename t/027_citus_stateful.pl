@@ -12,8 +12,9 @@
 # A model in Perl holds the table's committed rows, and the rows each open
 # transaction and savepoint sees.  Random steps, each from a session on the
 # coordinator or on a worker (Citus lets workers write), run:
-#   - INSERT of one row, of a few, and of 70-200 in one statement (64 keys
-#     or more take the key table's batched path), as VALUES or INSERT ...
+#   - INSERT of one row, of a few, and of 70-200 in one statement (one
+#     key takes the key table's kept statement, more one planned with its
+#     values), as VALUES or INSERT ...
 #     SELECT FROM (VALUES ...), at times with RETURNING; keys from a small
 #     range (so conflicts happen) or new ones with a held key or a key
 #     twice slipped in; NULL keys at times; tenants on different shards;

@@ -42,14 +42,13 @@
 #include "citus/globalkey.h"
 
 /*
- * The statements kept per key table.  KEYS_INSERT_ONE and the next
- * KEYS_CHUNKS insert 1, 2, 4, ... rows (one VALUES list each).
+ * The statements on a key table.  KEYS_INSERT is an INSERT ... VALUES of
+ * any number of rows; its one-row form is kept per key table, as all the
+ * others but KEYS_INSERT_BULK are.
  */
-#define KEYS_CHUNKS 6
 typedef enum KeyStatement
 {
-	KEYS_INSERT_ONE,
-	KEYS_INSERT_LAST = KEYS_INSERT_ONE + KEYS_CHUNKS,
+	KEYS_INSERT,
 	KEYS_INSERT_BULK,
 	KEYS_DELETE_ONE,
 	KEYS_DELETE_MANY,
@@ -66,16 +65,13 @@ typedef struct KeyPlans
 
 static HTAB *key_plans = NULL;
 
-/* The rows an insert statement adds. */
-#define KEYS_ROWS(which) (1 << ((which) - KEYS_INSERT_ONE))
-
 /*
  * From how many keys one INSERT ... SELECT FROM unnest(...) adds them all,
- * through the coordinator and a connection per shard: cheaper than the
- * VALUES lists for one statement's thousands of keys (COPY, CREATE INDEX:
- * measured with two workers, 7 times at 500 keys in one session), dearer
- * for many writers' hundreds (bench workload 10: 100-row INSERTs of 8
- * clients took 7 times as long as with VALUES lists).
+ * through the coordinator and a connection per shard: cheaper than one
+ * VALUES list for one statement's thousands of keys (a COPY of 20,000
+ * rows: ×0.8 of its time, with two workers), dearer for many writers'
+ * hundreds (bench workload 10: 100-row INSERTs of 8 clients took 7 times
+ * as long as with VALUES lists).
  */
 #define KEYS_BULK 1000
 
@@ -274,7 +270,7 @@ gunique_keybatch_add(GuniqueGlobalKey *gk, GuniqueKeyBatch *batch,
 
 /* The SQL text of one statement on a key table. */
 static char *
-statement_text(GuniqueGlobalKey *gk, KeyStatement which)
+statement_text(GuniqueGlobalKey *gk, KeyStatement which, int nrows)
 {
 	StringInfoData buf;
 	char	   *table = quote_qualified_identifier(GUNIQUE_KEYS_SCHEMA,
@@ -314,11 +310,9 @@ statement_text(GuniqueGlobalKey *gk, KeyStatement which)
 							 "ARRAY[pg_catalog.get_shard_id_for_distribution_column(%u::pg_catalog.regclass, $1)])",
 							 gk->keytable);
 			break;
-		default:
-			if (which < KEYS_INSERT_ONE || which > KEYS_INSERT_LAST)
-				elog(ERROR, "unexpected key table statement %d", (int) which);
+		case KEYS_INSERT:
 			appendStringInfo(&buf, "INSERT INTO %s VALUES ", table);
-			for (int r = 0, n = 0; r < KEYS_ROWS(which); r++)
+			for (int r = 0, n = 0; r < nrows; r++)
 			{
 				appendStringInfoString(&buf, r > 0 ? ", (" : "(");
 				for (int i = 0; i <= gk->nkeys; i++)
@@ -326,17 +320,23 @@ statement_text(GuniqueGlobalKey *gk, KeyStatement which)
 				appendStringInfoChar(&buf, ')');
 			}
 			appendStringInfoString(&buf, " ON CONFLICT DO NOTHING");
+			break;
+		default:
+			elog(ERROR, "unexpected key table statement %d", (int) which);
 	}
 	return buf.data;
 }
 
-/* A statement's argument types: the key's and the distribution column's. */
+/*
+ * A statement's argument types, the key's and the distribution column's,
+ * into types, which has room for them; their count.
+ */
 static int
-statement_types(GuniqueGlobalKey *gk, KeyStatement which, Oid *types)
+statement_types(GuniqueGlobalKey *gk, KeyStatement which, int nrows, Oid *types)
 {
 	bool		arrays = (which == KEYS_DELETE_MANY || which == KEYS_INSERT_BULK);
-	bool		insert = (which >= KEYS_INSERT_ONE && which <= KEYS_INSERT_LAST);
-	int			n = insert ? KEYS_ROWS(which) * (gk->nkeys + 1) :
+	bool		insert = (which == KEYS_INSERT);
+	int			n = insert ? nrows * (gk->nkeys + 1) :
 		which == KEYS_INSERT_BULK ? gk->nkeys + 1 :
 		(which == KEYS_DELETE_MANY || which == KEYS_LOCK_SHARD ? 1 : gk->nkeys);
 
@@ -379,10 +379,9 @@ key_statement(GuniqueGlobalKey *gk, KeyStatement which)
 		memset(entry->plans, 0, sizeof(entry->plans));
 	if (entry->plans[which] == NULL)
 	{
-		Oid		   *types = palloc(sizeof(Oid) * (INDEX_MAX_KEYS + 1) *
-									   KEYS_ROWS(KEYS_INSERT_LAST));
-		int			n = statement_types(gk, which, types);
-		SPIPlanPtr	plan = SPI_prepare(statement_text(gk, which), n, types);
+		Oid			types[INDEX_MAX_KEYS + 1];
+		int			n = statement_types(gk, which, 1, types);
+		SPIPlanPtr	plan = SPI_prepare(statement_text(gk, which, 1), n, types);
 
 		if (plan == NULL)
 			elog(ERROR, "SPI_prepare failed for a key table statement: %s",
@@ -562,15 +561,14 @@ report_duplicate(GuniqueGlobalKey *gk, Datum *keys)
 }
 
 /*
- * After an insert of rows first .. first + n - 1 of the batch added fewer
- * than n: the first of them whose key the key table gives another
- * distribution value is the duplicate.  A key the batch holds twice for
+ * After an insert of the batch's keys added fewer than the batch's rows:
+ * the first row whose key the key table gives another distribution value
+ * is the duplicate.  A key the batch holds twice for
  * one distribution value is the shards' own index's to refuse, which it
  * did before this.
  */
 static void
-report_duplicate_in_batch(GuniqueGlobalKey *gk, GuniqueKeyBatch *batch,
-						  int first, int n)
+report_duplicate_in_batch(GuniqueGlobalKey *gk, GuniqueKeyBatch *batch)
 {
 	Datum		args[INDEX_MAX_KEYS + 1];
 	Datum		owner;
@@ -578,14 +576,14 @@ report_duplicate_in_batch(GuniqueGlobalKey *gk, GuniqueKeyBatch *batch,
 	bool		byval;
 
 	get_typlenbyval(gk->disttype, &len, &byval);
-	for (int i = first; i < first + n; i++)
+	for (int i = 0; i < batch->nrows; i++)
 	{
 		row_arguments(gk, batch, i, true, args);
 		if (!lookup_owner(gk, args, &owner, CurrentMemoryContext, true) ||
 			!datumIsEqual(owner, batch->dist[i], byval, len))
 			report_duplicate(gk, args);
 	}
-	row_arguments(gk, batch, first, true, args);
+	row_arguments(gk, batch, 0, true, args);
 	report_duplicate(gk, args);
 }
 
@@ -594,67 +592,76 @@ report_duplicate_in_batch(GuniqueGlobalKey *gk, GuniqueKeyBatch *batch,
  * 23505 for the first key that is there already (or twice in the batch).
  * ON CONFLICT DO NOTHING, not a plain INSERT: a key another transaction is
  * inserting or deleting is waited for, as btree waits, and a conflict is
- * known without a subtransaction on every node.  The keys go in INSERTs of
- * 64, 32, ... 1 rows (one VALUES list each), which Citus splits by shard
- * and sends over one connection per worker, or, from KEYS_BULK keys, in
- * one INSERT ... SELECT.  The count of an INSERT ... VALUES is of the rows
- * it added; an INSERT ... SELECT's, of those it tried, so a CTE's SELECT
- * counts its RETURNING rows (SPI refuses the two counts differing).
+ * known without a subtransaction on every node.  One statement: an INSERT
+ * ... VALUES of the batch's rows, which Citus splits by shard and sends
+ * over one connection per worker (kept for one row, planned with its
+ * values for more: one statement's round trips, where 64, 32, ... rows a
+ * statement took ×1.25 of its time for 100 rows and ×1.6 to ×2 for 500,
+ * with two workers), or, from KEYS_BULK keys, an INSERT ... SELECT.  The
+ * count of an INSERT ... VALUES is of the rows it added; an INSERT ...
+ * SELECT's, of those it tried, so a CTE's SELECT counts its RETURNING rows
+ * (SPI refuses the two counts differing).
  */
 void
 gunique_keys_insert(GuniqueGlobalKey *gk, GuniqueKeyBatch *batch)
 {
+	bool		bulk = (batch->nrows >= KEYS_BULK);
+	int			nargs = bulk ? gk->nkeys + 1 : batch->nrows * (gk->nkeys + 1);
 	Datum	   *args;
+	Oid		   *types;
 	Oid			save_user;
 	int			save_sec;
-	int			done = 0;
+	int			ret;
 
 	if (batch->nrows == 0)
 		return;
-	args = palloc(sizeof(Datum) * (gk->nkeys + 1) * KEYS_ROWS(KEYS_INSERT_LAST));
+	args = palloc(sizeof(Datum) * nargs);
+	types = palloc(sizeof(Oid) * nargs);
+	if (bulk)
+	{
+		for (int k = 0; k <= gk->nkeys; k++)
+			args[k] = column_array(gk, batch, k);
+	}
+	else
+	{
+		for (int r = 0; r < batch->nrows; r++)
+			row_arguments(gk, batch, r, true, args + r * (gk->nkeys + 1));
+	}
 	keys_connect(gk, &save_user, &save_sec);
-	if (batch->nrows >= KEYS_BULK)
+	if (batch->nrows == 1)
+		ret = SPI_execute_plan(key_statement(gk, KEYS_INSERT), args, NULL,
+							   false, 0);
+	else
+	{
+		/*
+		 * Planned with its values, not kept: a plan per row count would be
+		 * kept for every count met, and Citus cannot plan an INSERT ...
+		 * SELECT over parameters it is not given (a generic plan).
+		 */
+		KeyStatement which = bulk ? KEYS_INSERT_BULK : KEYS_INSERT;
+
+		statement_types(gk, which, batch->nrows, types);
+		ret = SPI_execute_with_args(statement_text(gk, which, batch->nrows),
+									nargs, types, args, NULL, false, 0);
+	}
+	if (ret != (bulk ? SPI_OK_SELECT : SPI_OK_INSERT) ||
+		(bulk && SPI_processed != 1))
+		elog(ERROR, "inserting into key table \"%s\" failed",
+			 get_rel_name(gk->keytable));
+	if (bulk)
 	{
 		bool		isnull;
 
-		Oid			types[INDEX_MAX_KEYS + 1];
-		int			n = statement_types(gk, KEYS_INSERT_BULK, types);
-
-		/*
-		 * Planned with its values, not kept: Citus cannot plan an INSERT ...
-		 * SELECT over parameters it is not given (a generic plan).
-		 */
-		for (int k = 0; k <= gk->nkeys; k++)
-			args[k] = column_array(gk, batch, k);
-		if (SPI_execute_with_args(statement_text(gk, KEYS_INSERT_BULK), n, types,
-								  args, NULL, false, 0) != SPI_OK_SELECT ||
-			SPI_processed != 1)
-			elog(ERROR, "inserting into key table \"%s\" failed",
-				 get_rel_name(gk->keytable));
 		if (DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[0],
 										SPI_tuptable->tupdesc, 1, &isnull)) !=
 			batch->nrows)
-			report_duplicate_in_batch(gk, batch, 0, batch->nrows);
-		done = batch->nrows;
+			report_duplicate_in_batch(gk, batch);
 	}
-	while (done < batch->nrows)
-	{
-		KeyStatement which = KEYS_INSERT_LAST;
-
-		while (KEYS_ROWS(which) > batch->nrows - done)
-			which--;
-		for (int r = 0; r < KEYS_ROWS(which); r++)
-			row_arguments(gk, batch, done + r, true, args + r * (gk->nkeys + 1));
-		if (SPI_execute_plan(key_statement(gk, which), args, NULL, false, 0) !=
-			SPI_OK_INSERT)
-			elog(ERROR, "inserting into key table \"%s\" failed",
-				 get_rel_name(gk->keytable));
-		if (SPI_processed != (uint64) KEYS_ROWS(which))
-			report_duplicate_in_batch(gk, batch, done, KEYS_ROWS(which));
-		done += KEYS_ROWS(which);
-	}
+	else if (SPI_processed != (uint64) batch->nrows)
+		report_duplicate_in_batch(gk, batch);
 	keys_finish(save_user, save_sec);
 	pfree(args);
+	pfree(types);
 }
 
 /*

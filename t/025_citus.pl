@@ -466,6 +466,42 @@ my ($r3, $o3, $e3) = $w3->psql('postgres', "INSERT INTO ev VALUES (1, 31339, 'ag
 like($e3, qr/duplicate key value violates unique constraint "ev_id"/,
 	'a node added again checks the key');
 
+# pg_dump of the coordinator restores the key table as a plain table
+# beside a local table and its gunique index: that table is then no key
+# table (writes and lookups of the restored table leave it alone), and a
+# global key made after create_distributed_table refuses it by name
+my $dump = PostgreSQL::Test::Utils::tempdir() . '/coord.sql';
+$coord->command_ok([ 'pg_dump', '-f', $dump, '-d', $coord->connstr('postgres') ],
+	'pg_dump of the coordinator');
+$coord->safe_psql('postgres', 'CREATE DATABASE restored');
+$coord->command_ok(
+	[ 'psql', '-X', '-q', '-v', 'ON_ERROR_STOP=1', '-f', $dump, '-d', $coord->connstr('restored') ],
+	'the dump restores into another database');
+my $kept = $coord->safe_psql('restored', 'SELECT count(*) FROM gunique_keys."public.ev_id"');
+$coord->safe_psql('restored', q{
+INSERT INTO ev VALUES (4, 777001, 'restored');
+DELETE FROM ev WHERE id = 31337;});
+is($coord->safe_psql('restored', q{SELECT count(*) FROM gunique_keys."public.ev_id"}),
+	$kept, 'the restored table\'s writes leave the restored key table alone');
+is($coord->safe_psql('restored', 'SELECT tenant FROM ev WHERE id = 777001'),
+	'4', 'and it is read by the key as a local table');
+my ($rr, $ro, $re) = $coord->psql('restored', "INSERT INTO ev VALUES (5, 777001, 'again')");
+like($re, qr/duplicate key value violates unique constraint "ev_id"/,
+	'and its local gunique index enforces the key');
+$coord->safe_psql('postgres', q{
+CREATE TABLE evr (tenant int, id int);
+SELECT create_distributed_table('evr', 'tenant');
+CREATE TABLE gunique_keys."public.evr_id" (id int, tenant int);});
+refused('CREATE UNIQUE INDEX evr_id ON evr USING gunique (id)',
+	qr/table "public.evr_id" already exists in schema "gunique_keys".*HINT:  Drop the table/s,
+	'a global key refuses a plain table of its key table\'s name');
+$coord->safe_psql('postgres', q{
+DROP TABLE gunique_keys."public.evr_id";
+CREATE UNIQUE INDEX evr_id ON evr USING gunique (id);
+INSERT INTO evr VALUES (1, 1);});
+refused('INSERT INTO evr VALUES (2, 1)', qr/duplicate key value violates unique constraint "evr_id"/,
+	'and is made once it is dropped');
+
 $_->stop foreach ($coord, @workers, $w3);
 
 done_testing();

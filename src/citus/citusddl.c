@@ -263,6 +263,14 @@ make_key_table(Relation rel, IndexStmt *stmt, const char *distcol)
 
 	if (!gunique_citus_present())
 		run_sql("CREATE SCHEMA " GUNIQUE_KEYS_SCHEMA);
+	else if (OidIsValid(get_relname_relid(name, get_namespace_oid(GUNIQUE_KEYS_SCHEMA,
+																  false))))
+		ereport(ERROR,
+				(errcode(ERRCODE_DUPLICATE_TABLE),
+				 errmsg("table \"%s\" already exists in schema \"%s\"",
+						name, GUNIQUE_KEYS_SCHEMA),
+				 errdetail("The global gunique key would keep its keys in a table of that name. This one is not distributed by Citus: a pg_dump of a coordinator restores key tables as plain tables."),
+				 errhint("Drop the table, then create the index again: it fills a new key table from the rows.")));
 	initStringInfo(&sql);
 	appendStringInfo(&sql, "CREATE TABLE %s (", qualified);
 	foreach(lc, stmt->indexParams)

@@ -16,20 +16,26 @@
  */
 #include "postgres.h"
 
+#include "access/genam.h"
 #include "access/htup_details.h"
 #include "access/relation.h"
+#include "access/stratnum.h"
+#include "access/table.h"
 #include "catalog/index.h"
 #include "catalog/namespace.h"
 #include "catalog/partition.h"
 #include "catalog/pg_class.h"
 #include "catalog/pg_index.h"
+#include "catalog/pg_namespace.h"
 #include "commands/defrem.h"
+#include "commands/extension.h"
 #include "executor/spi.h"
 #include "lib/stringinfo.h"
 #include "miscadmin.h"
 #include "utils/array.h"
 #include "utils/builtins.h"
 #include "utils/datum.h"
+#include "utils/fmgroids.h"
 #include "utils/hsearch.h"
 #include "utils/lsyscache.h"
 #include "utils/memutils.h"
@@ -105,19 +111,77 @@ top_index(Oid indexoid)
 	return get_rel_relispartition(indexoid) ? gunique_tree_top(indexoid) : indexoid;
 }
 
-/* The key table named after a top index, or InvalidOid. */
+/*
+ * True when Citus distributes relid: it has a row in Citus's catalog
+ * pg_dist_partition, whose first column, logicalrelid, names the table
+ * (B22 in src/citus/README).
+ */
+static bool
+citus_distributes(Oid relid)
+{
+	Oid			catalog = get_relname_relid("pg_dist_partition",
+											PG_CATALOG_NAMESPACE);
+	Oid			index = get_relname_relid("pg_dist_partition_logical_relid_index",
+										  PG_CATALOG_NAMESPACE);
+	Relation	rel;
+	SysScanDesc scan;
+	ScanKeyData key;
+	bool		found;
+	char	   *first;
+
+	/*
+	 * Without Citus in the database nothing is distributed.  With it, a
+	 * catalog not as read here is an error: taking no table for a key
+	 * table would leave global keys unchecked.
+	 */
+	if (!OidIsValid(catalog))
+	{
+		if (!OidIsValid(get_extension_oid("citus", true)))
+			return false;
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("gunique cannot read Citus's catalog of distributed tables"),
+				 errdetail("The citus extension is installed, but there is no table pg_catalog.pg_dist_partition."),
+				 errhint("Use a Citus version that gunique supports.")));
+	}
+	first = get_attname(catalog, 1, true);
+	if (first == NULL || strcmp(first, "logicalrelid") != 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("gunique cannot read Citus's catalog of distributed tables"),
+				 errdetail("The first column of pg_catalog.pg_dist_partition is not logicalrelid."),
+				 errhint("Use a Citus version that gunique supports.")));
+	rel = table_open(catalog, AccessShareLock);
+	ScanKeyInit(&key, 1, BTEqualStrategyNumber, F_OIDEQ,
+				ObjectIdGetDatum(relid));
+	scan = systable_beginscan(rel, index, OidIsValid(index), NULL, 1, &key);
+	found = HeapTupleIsValid(systable_getnext(scan));
+	systable_endscan(scan);
+	table_close(rel, AccessShareLock);
+	return found;
+}
+
+/*
+ * The key table named after a top index, or InvalidOid: a table of that
+ * name in gunique_keys that Citus distributes.  One it does not is no key
+ * table (a pg_dump of a coordinator restores key tables as plain tables).
+ */
 static Oid
 keytable_of_top(Oid topindex)
 {
 	Oid			nsp = get_namespace_oid(GUNIQUE_KEYS_SCHEMA, true);
 	char	   *name;
+	Oid			keytable;
 
 	if (!OidIsValid(nsp))
 		return InvalidOid;
 	name = gunique_citus_keytable_name(topindex);
 	if (name == NULL || strlen(name) >= NAMEDATALEN)
 		return InvalidOid;
-	return get_relname_relid(name, nsp);
+	keytable = get_relname_relid(name, nsp);
+	if (!OidIsValid(keytable) || !citus_distributes(keytable))
+		return InvalidOid;
+	return keytable;
 }
 
 /* The key table of an index's top ancestor, or InvalidOid. */

@@ -171,9 +171,13 @@ gunique_lock_held_or_stronger(const LOCKTAG *tag, LOCKMODE mode)
 #if PG_VERSION_NUM >= 160000
 #define gunique_proc_aclcheck(funcoid) \
 	object_aclcheck(ProcedureRelationId, (funcoid), GetUserId(), ACL_EXECUTE)
+#define gunique_database_create_aclcheck() \
+	object_aclcheck(DatabaseRelationId, MyDatabaseId, GetUserId(), ACL_CREATE)
 #else
 #define gunique_proc_aclcheck(funcoid) \
 	pg_proc_aclcheck((funcoid), GetUserId(), ACL_EXECUTE)
+#define gunique_database_create_aclcheck() \
+	pg_database_aclcheck(MyDatabaseId, GetUserId(), ACL_CREATE)
 #endif
 
 /*

@@ -318,7 +318,22 @@ refused($app . "INSERT INTO ev VALUES (5, 31339, 'app')",
 is($coord->safe_psql('postgres', $app . 'SELECT tenant FROM ev WHERE id = 31339'),
 	'4', 'and looks up by the key');
 refused($app . 'SELECT * FROM gunique_keys."public.ev_id"',
-	qr/permission denied for schema gunique_keys/, 'but cannot read the key table itself');
+	qr/permission denied for table "?public.ev_id/, 'but cannot read the key table itself');
+# a user who may create tables makes a global key of its own (the schema
+# of the key tables, made by the first global key, lets it), and owns its
+# key table, but cannot drop another's
+$coord->safe_psql('postgres', 'GRANT CREATE ON SCHEMA public TO app');
+$coord->safe_psql('postgres', $app . q{CREATE TABLE eva (tenant int, id int);
+	SELECT create_distributed_table('eva', 'tenant');
+	INSERT INTO eva SELECT g % 10, g FROM generate_series(1, 50) g;
+	CREATE UNIQUE INDEX eva_id ON eva USING gunique (id);});
+is($coord->safe_psql('postgres', q{SELECT relowner::regrole || ' ' || count(*) OVER ()
+	FROM pg_class WHERE oid = 'gunique_keys."public.eva_id"'::regclass}),
+	'app 1', 'a user without privileges on the key tables makes a global key and owns its key table');
+refused($app . 'INSERT INTO eva VALUES (3, 7)', qr/duplicate key value violates unique constraint "eva_id"/,
+	'and its key is enforced');
+refused($app . 'DROP TABLE gunique_keys."public.ev_id"', qr/must be owner of table/,
+	'but it cannot drop another\'s key table');
 # and may empty it with TRUNCATE, which empties the key table too
 $coord->safe_psql('postgres', q{CREATE TABLE evt (tenant int, id int);
 	SELECT create_distributed_table('evt', 'tenant');

@@ -17,6 +17,7 @@
 #include "access/relation.h"
 #include "access/table.h"
 #include "catalog/pg_class.h"
+#include "catalog/pg_database.h"
 #include "catalog/namespace.h"
 #include "catalog/pg_type.h"
 #include "commands/defrem.h"
@@ -26,6 +27,7 @@
 #include "miscadmin.h"
 #include "nodes/makefuncs.h"
 #include "tcop/utility.h"
+#include "utils/acl.h"
 #include "utils/builtins.h"
 #include "utils/guc.h"
 #include "utils/lsyscache.h"
@@ -242,6 +244,14 @@ static void fill_key_table(Relation rel, Oid indexoid);
  * the index, and distributes it by its first key column: before the index,
  * whose build on every shard makes the transaction's later schema changes
  * fail in Citus.
+ *
+ * The schema gunique_keys and the key table are made as the index's
+ * creator, who owns the key table and fills it next: Citus refuses a
+ * transaction's access to placements, or to a schema, that another user
+ * made in it over its own connections.  USAGE and CREATE on the schema
+ * for PUBLIC let whoever may index a table make its global key (a table
+ * that takes a key table's name first is refused above, loudly)
+ * (src/citus/README, "Privileges").
  */
 static void
 make_key_table(Relation rel, IndexStmt *stmt, const char *distcol)
@@ -261,16 +271,28 @@ make_key_table(Relation rel, IndexStmt *stmt, const char *distcol)
 				 errhint("Give the index a shorter name.")));
 	qualified = quote_qualified_identifier(GUNIQUE_KEYS_SCHEMA, name);
 
-	if (!gunique_citus_present())
-		run_sql("CREATE SCHEMA " GUNIQUE_KEYS_SCHEMA);
-	else if (OidIsValid(get_relname_relid(name, get_namespace_oid(GUNIQUE_KEYS_SCHEMA,
-																  false))))
+	if (gunique_citus_present() &&
+		OidIsValid(get_relname_relid(name, get_namespace_oid(GUNIQUE_KEYS_SCHEMA,
+															 false))))
 		ereport(ERROR,
 				(errcode(ERRCODE_DUPLICATE_TABLE),
 				 errmsg("table \"%s\" already exists in schema \"%s\"",
 						name, GUNIQUE_KEYS_SCHEMA),
 				 errdetail("The global gunique key would keep its keys in a table of that name. This one is not distributed by Citus: a pg_dump of a coordinator restores key tables as plain tables."),
 				 errhint("Drop the table, then create the index again: it fills a new key table from the rows.")));
+
+	if (!gunique_citus_present())
+	{
+		if (gunique_database_create_aclcheck() != ACLCHECK_OK)
+			ereport(ERROR,
+					(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
+					 errmsg("permission denied to create schema \"%s\"",
+							GUNIQUE_KEYS_SCHEMA),
+					 errdetail("The first global gunique key of a database makes the schema of the key tables, and its creator owns it."),
+					 errhint("Make the first global key as a superuser, or as a user with CREATE on the database.")));
+		run_sql("CREATE SCHEMA " GUNIQUE_KEYS_SCHEMA);
+		run_sql("GRANT USAGE, CREATE ON SCHEMA " GUNIQUE_KEYS_SCHEMA " TO PUBLIC");
+	}
 	initStringInfo(&sql);
 	appendStringInfo(&sql, "CREATE TABLE %s (", qualified);
 	foreach(lc, stmt->indexParams)

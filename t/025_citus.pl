@@ -334,6 +334,20 @@ refused($app . 'INSERT INTO eva VALUES (3, 7)', qr/duplicate key value violates 
 	'and its key is enforced');
 refused($app . 'DROP TABLE gunique_keys."public.ev_id"', qr/must be owner of table/,
 	'but it cannot drop another\'s key table');
+# a distributed table another user made under the name of a plain table's
+# index's key table is no key table: the plain table's writes and DROP
+# INDEX leave it alone
+$coord->safe_psql('postgres', q{CREATE ROLE squat LOGIN;
+	CREATE TABLE plain_t (tenant int, id int);
+	CREATE UNIQUE INDEX plain_t_id ON plain_t USING gunique (id);});
+$coord->safe_psql('postgres', q{SET ROLE squat;
+	CREATE TABLE gunique_keys."public.plain_t_id" (id int PRIMARY KEY, tenant int);
+	SELECT create_distributed_table('gunique_keys."public.plain_t_id"', 'id');});
+$coord->safe_psql('postgres', q{INSERT INTO plain_t VALUES (1, 1), (2, 2);
+	DROP INDEX plain_t_id;});
+is($coord->safe_psql('postgres', q{SELECT count(*) FROM gunique_keys."public.plain_t_id"}),
+	'0', 'a table named as a plain table\'s key table by another user is left alone');
+$coord->safe_psql('postgres', q{DROP TABLE gunique_keys."public.plain_t_id", plain_t});
 # and may empty it with TRUNCATE, which empties the key table too
 $coord->safe_psql('postgres', q{CREATE TABLE evt (tenant int, id int);
 	SELECT create_distributed_table('evt', 'tenant');

@@ -278,7 +278,7 @@ make_key_table(Relation rel, IndexStmt *stmt, const char *distcol)
 				(errcode(ERRCODE_DUPLICATE_TABLE),
 				 errmsg("table \"%s\" already exists in schema \"%s\"",
 						name, GUNIQUE_KEYS_SCHEMA),
-				 errdetail("The global gunique key would keep its keys in a table of that name. This one is not distributed by Citus: a pg_dump of a coordinator restores key tables as plain tables."),
+				 errdetail("The global gunique key would keep its keys in a table of that name, which another table has: a pg_dump of a coordinator, for one, restores key tables as plain tables."),
 				 errhint("Drop the table, then create the index again: it fills a new key table from the rows.")));
 
 	if (!gunique_citus_present())

@@ -163,8 +163,11 @@ citus_distributes(Oid relid)
 
 /*
  * The key table named after a top index, or InvalidOid: a table of that
- * name in gunique_keys that Citus distributes.  One it does not is no key
- * table (a pg_dump of a coordinator restores key tables as plain tables).
+ * name in gunique_keys that Citus distributes, for an index of a table
+ * Citus distributes.  Any other is no key table: a pg_dump of a
+ * coordinator restores key tables as plain tables, and since gunique_keys
+ * lets any user create tables, one may take the name of a plain table's
+ * index.
  */
 static Oid
 keytable_of_top(Oid topindex)
@@ -179,7 +182,8 @@ keytable_of_top(Oid topindex)
 	if (name == NULL || strlen(name) >= NAMEDATALEN)
 		return InvalidOid;
 	keytable = get_relname_relid(name, nsp);
-	if (!OidIsValid(keytable) || !citus_distributes(keytable))
+	if (!OidIsValid(keytable) || !citus_distributes(keytable) ||
+		!citus_distributes(IndexGetRelation(topindex, false)))
 		return InvalidOid;
 	return keytable;
 }

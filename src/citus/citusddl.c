@@ -271,17 +271,18 @@ make_key_table(Relation rel, IndexStmt *stmt, const char *distcol)
 				 errhint("Give the index a shorter name.")));
 	qualified = quote_qualified_identifier(GUNIQUE_KEYS_SCHEMA, name);
 
-	if (gunique_citus_present() &&
-		OidIsValid(get_relname_relid(name, get_namespace_oid(GUNIQUE_KEYS_SCHEMA,
-															 false))))
-		ereport(ERROR,
-				(errcode(ERRCODE_DUPLICATE_TABLE),
-				 errmsg("table \"%s\" already exists in schema \"%s\"",
-						name, GUNIQUE_KEYS_SCHEMA),
-				 errdetail("The global gunique key would keep its keys in a table of that name, which another table has: a pg_dump of a coordinator, for one, restores key tables as plain tables."),
-				 errhint("Drop the table, then create the index again: it fills a new key table from the rows.")));
-
-	if (!gunique_citus_present())
+	if (gunique_citus_present())
+	{
+		if (OidIsValid(get_relname_relid(name,
+										 get_namespace_oid(GUNIQUE_KEYS_SCHEMA, false))))
+			ereport(ERROR,
+					(errcode(ERRCODE_DUPLICATE_TABLE),
+					 errmsg("table \"%s\" already exists in schema \"%s\"",
+							name, GUNIQUE_KEYS_SCHEMA),
+					 errdetail("The global gunique key would keep its keys in a table of that name, which another table has: a pg_dump of a coordinator, for one, restores key tables as plain tables."),
+					 errhint("Drop the table, then create the index again: it fills a new key table from the rows.")));
+	}
+	else
 	{
 		if (gunique_database_create_aclcheck() != ACLCHECK_OK)
 			ereport(ERROR,
@@ -324,18 +325,11 @@ make_key_table(Relation rel, IndexStmt *stmt, const char *distcol)
 static void
 fill_key_table(Relation rel, Oid indexoid)
 {
-	List	   *gks = gunique_citus_global_keys(rel);
-	GuniqueGlobalKey *gk = NULL;
-	ListCell   *lc;
+	GuniqueGlobalKey *gk = gunique_citus_planned_key(RelationGetRelid(rel),
+													 indexoid);
 	StringInfoData sql;
 	Portal		portal;
 	SPIPlanPtr	plan;
-
-	foreach(lc, gks)
-		if (((GuniqueGlobalKey *) lfirst(lc))->indexoid == indexoid)
-			gk = lfirst(lc);
-	if (gk == NULL)
-		elog(ERROR, "index %u has no key table", indexoid);
 
 	initStringInfo(&sql);
 	appendStringInfoString(&sql, "SELECT ");

@@ -112,13 +112,14 @@ top_index(Oid indexoid)
 }
 
 /*
- * True when Citus distributes relid: it has a row in Citus's catalog
- * pg_dist_partition, whose first column, logicalrelid, names the table
- * (B22 in src/citus/README).
+ * True when Citus distributes both relations: each has a row in Citus's
+ * catalog pg_dist_partition, whose first column, logicalrelid, names the
+ * table (B22 in src/citus/README).
  */
 static bool
-citus_distributes(Oid relid)
+citus_distributes(Oid relid1, Oid relid2)
 {
+	Oid			relids[2] = {relid1, relid2};
 	Oid			catalog = get_relname_relid("pg_dist_partition",
 											PG_CATALOG_NAMESPACE);
 	Oid			index = get_relname_relid("pg_dist_partition_logical_relid_index",
@@ -126,7 +127,7 @@ citus_distributes(Oid relid)
 	Relation	rel;
 	SysScanDesc scan;
 	ScanKeyData key;
-	bool		found;
+	bool		found = true;
 	char	   *first;
 
 	/*
@@ -152,11 +153,14 @@ citus_distributes(Oid relid)
 				 errdetail("The first column of pg_catalog.pg_dist_partition is not logicalrelid."),
 				 errhint("Use a Citus version that gunique supports.")));
 	rel = table_open(catalog, AccessShareLock);
-	ScanKeyInit(&key, 1, BTEqualStrategyNumber, F_OIDEQ,
-				ObjectIdGetDatum(relid));
-	scan = systable_beginscan(rel, index, OidIsValid(index), NULL, 1, &key);
-	found = HeapTupleIsValid(systable_getnext(scan));
-	systable_endscan(scan);
+	for (int i = 0; i < 2 && found; i++)
+	{
+		ScanKeyInit(&key, 1, BTEqualStrategyNumber, F_OIDEQ,
+					ObjectIdGetDatum(relids[i]));
+		scan = systable_beginscan(rel, index, OidIsValid(index), NULL, 1, &key);
+		found = HeapTupleIsValid(systable_getnext(scan));
+		systable_endscan(scan);
+	}
 	table_close(rel, AccessShareLock);
 	return found;
 }
@@ -182,8 +186,8 @@ keytable_of_top(Oid topindex)
 	if (name == NULL || strlen(name) >= NAMEDATALEN)
 		return InvalidOid;
 	keytable = get_relname_relid(name, nsp);
-	if (!OidIsValid(keytable) || !citus_distributes(keytable) ||
-		!citus_distributes(IndexGetRelation(topindex, false)))
+	if (!OidIsValid(keytable) ||
+		!citus_distributes(keytable, IndexGetRelation(topindex, false)))
 		return InvalidOid;
 	return keytable;
 }
@@ -259,9 +263,9 @@ global_key(Relation rel, Oid indexoid)
 }
 
 /*
- * The global key of index indexoid on relation relid, which a plan was made
- * for: an error if it has none now (the plan is revalidated before it runs,
- * so only a fault gets here).
+ * The global key of index indexoid on relation relid, which the caller
+ * knows it has (a plan made for it, revalidated before it runs; a key
+ * table just made): an error if it has none, which only a fault gets to.
  */
 GuniqueGlobalKey *
 gunique_citus_planned_key(Oid relid, Oid indexoid)
@@ -676,15 +680,14 @@ gunique_keys_insert(GuniqueGlobalKey *gk, GuniqueKeyBatch *batch)
 	bool		bulk = (batch->nrows >= KEYS_BULK);
 	int			nargs = bulk ? gk->nkeys + 1 : batch->nrows * (gk->nkeys + 1);
 	Datum	   *args;
-	Oid		   *types;
 	Oid			save_user;
 	int			save_sec;
 	int			ret;
+	uint64		added;
 
 	if (batch->nrows == 0)
 		return;
 	args = palloc(sizeof(Datum) * nargs);
-	types = palloc(sizeof(Oid) * nargs);
 	if (bulk)
 	{
 		for (int k = 0; k <= gk->nkeys; k++)
@@ -707,6 +710,7 @@ gunique_keys_insert(GuniqueGlobalKey *gk, GuniqueKeyBatch *batch)
 		 * SELECT over parameters it is not given (a generic plan).
 		 */
 		KeyStatement which = bulk ? KEYS_INSERT_BULK : KEYS_INSERT;
+		Oid		   *types = palloc(sizeof(Oid) * nargs);	/* in SPI's context */
 
 		statement_types(gk, which, batch->nrows, types);
 		ret = SPI_execute_with_args(statement_text(gk, which, batch->nrows),
@@ -720,16 +724,15 @@ gunique_keys_insert(GuniqueGlobalKey *gk, GuniqueKeyBatch *batch)
 	{
 		bool		isnull;
 
-		if (DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[0],
-										SPI_tuptable->tupdesc, 1, &isnull)) !=
-			batch->nrows)
-			report_duplicate_in_batch(gk, batch);
+		added = DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[0],
+											SPI_tuptable->tupdesc, 1, &isnull));
 	}
-	else if (SPI_processed != (uint64) batch->nrows)
+	else
+		added = SPI_processed;
+	if (added != (uint64) batch->nrows)
 		report_duplicate_in_batch(gk, batch);
 	keys_finish(save_user, save_sec);
 	pfree(args);
-	pfree(types);
 }
 
 /*

@@ -337,11 +337,22 @@ w10_verify_sidetable()
 		exact "$([ "$n" = "$k" ] && [ "$s1" = "$s2" ] && echo exact || echo "rows $n, ids $k, pair sums $s1 and $s2")"
 }
 
+# w10_values ROW: W10_BATCH rows for a VALUES list, "ROW, ROW, ...;", each
+# @ in ROW the row's number (0 to W10_BATCH - 1).
+w10_values()
+{
+	local i
+	for ((i = 0; i < W10_BATCH; i++)); do
+		[ "$i" = 0 ] || printf ', '
+		printf '%s' "${1//@/$i}"
+	done
+	echo ";"
+}
+
 # The pgbench scripts of sidetable: the row and its id in one
 # transaction, one pipeline.
 w10_sidetable_scripts()
 {
-	local i
 	cat >"$WORK/w10-insert-1-ev_s.sql" <<-SQL
 		\\set tenant random(0, $((W10_TENANTS - 1)))
 		\\set id 1000000000000 + random(0, 1000000000000) * $W10_BATCH
@@ -358,17 +369,9 @@ w10_sidetable_scripts()
 		echo "\\startpipeline"
 		echo "BEGIN;"
 		printf 'INSERT INTO ev_s (tenant, id, payload) VALUES '
-		for ((i = 0; i < W10_BATCH; i++)); do
-			[ "$i" = 0 ] || printf ', '
-			printf "((:t + %d) %% %d, :id::bigint + %d, md5('w10'))" "$i" "$W10_TENANTS" "$i"
-		done
-		echo ";"
+		w10_values "((:t + @) % $W10_TENANTS, :id::bigint + @, md5('w10'))"
 		printf 'INSERT INTO ev_s_ids (id, tenant) VALUES '
-		for ((i = 0; i < W10_BATCH; i++)); do
-			[ "$i" = 0 ] || printf ', '
-			printf "(:id::bigint + %d, (:t + %d) %% %d)" "$i" "$i" "$W10_TENANTS"
-		done
-		echo ";"
+		w10_values "(:id::bigint + @, (:t + @) % $W10_TENANTS)"
 		echo "COMMIT;"
 		echo "\\endpipeline"
 	} >"$WORK/w10-insert-$W10_BATCH-ev_s.sql"
@@ -388,7 +391,7 @@ w10_copy_sql()
 
 w10_inserts()
 {
-	local s=$W10_INSERT_SHARDS run c t res i copyf secs base
+	local s=$W10_INSERT_SHARDS run c t res copyf secs base
 	local contenders="local gunique none"
 	wanted sidetable && contenders="$contenders sidetable"
 	log "w10: inserts, $s shards, $W10_ROWS rows before, $W10_CLIENTS clients, ${W10_SECS}s per contender and step"
@@ -404,11 +407,7 @@ w10_inserts()
 		{
 			echo "\\set t random(0, $((W10_TENANTS - 1)))"
 			printf 'INSERT INTO %s (tenant, id, payload) VALUES ' "$t"
-			for ((i = 0; i < W10_BATCH; i++)); do
-				[ "$i" = 0 ] || printf ', '
-				printf "((:t + %d) %% %d, nextval('w10_seq'), md5(:t::text))" "$i" "$W10_TENANTS"
-			done
-			echo ";"
+			w10_values "((:t + @) % $W10_TENANTS, nextval('w10_seq'), md5(:t::text))"
 		} >"$WORK/w10-insert-$W10_BATCH-$t.sql"
 	done
 	chmod a+r "$WORK"/w10-insert-*.sql

@@ -75,6 +75,17 @@ is($sum, 2000, 'the rows on the workers add up to the rows of ev');
 # A global gunique key on ev's id: one key table, distributed by id, that
 # every INSERT, UPDATE and DELETE keeps in the transaction of the row.
 my $pg18 = $coord->safe_psql('postgres', 'SHOW server_version_num') >= 180000;
+# the first global key makes the schema of the key tables: a user who may
+# not create schemas is refused, with the reason
+$coord->safe_psql('postgres', q{CREATE ROLE noschema LOGIN;
+	CREATE TABLE evn (tenant int, id int);
+	SELECT create_distributed_table('evn', 'tenant');
+	ALTER TABLE evn OWNER TO noschema;});
+my (undef, undef, $noschema_err) = $coord->psql('postgres',
+	"SET ROLE noschema; CREATE UNIQUE INDEX evn_id ON evn USING gunique (id)");
+like($noschema_err, qr/permission denied to create schema "gunique_keys".*HINT:  Make the first global key as a superuser/s,
+	'a first global key by a user who may not create schemas is refused');
+$coord->safe_psql('postgres', 'DROP TABLE evn');
 $coord->safe_psql('postgres', 'CREATE UNIQUE INDEX ev_id ON ev USING gunique (id)');
 is($coord->safe_psql('postgres', 'SELECT count(*) FROM gunique_keys."public.ev_id"'),
 	'2000', 'CREATE INDEX fills the key table with every key');
